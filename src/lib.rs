@@ -1,0 +1,11 @@
+//! paycall: pay-per-call web and crypto-market functions for software agents, paid with x402 v2.
+//!
+//! Dependencies point down: server → pipeline → stages → (x402, net, doc) → config types.
+
+pub mod config;
+pub mod doc;
+pub mod net;
+pub mod pipeline;
+pub mod server;
+pub mod stages;
+pub mod x402;
