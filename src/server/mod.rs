@@ -1,1 +1,337 @@
-//! server
+//! The warp server: one filter per route built from the RouteSpecs at startup, the discovery
+//! and demo routes, common headers (request id, CORS, cache control), logs, graceful shutdown.
+//!
+//! Nothing route-specific lives here: a route is YAML plus stages.
+
+pub mod demo;
+pub mod discovery;
+pub mod respond;
+pub mod services;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use http::{HeaderMap, Method, StatusCode};
+use serde_json::Value;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use warp::filters::BoxedFilter;
+use warp::Filter;
+
+use crate::config::{Config, ConfigError, ConfigErrors, RouteSpec};
+use crate::pipeline::{self, BuildCtx, Chain, Exchange, Reply, Services};
+use crate::stages::REGISTRY;
+
+pub use respond::to_response;
+
+/// A route with its built chain.
+pub struct RouteEntry {
+    pub spec: Arc<RouteSpec>,
+    pub chain: Arc<Chain>,
+    pub priced: Option<Arc<Value>>,
+}
+
+/// Everything a request needs, built once.
+pub struct App {
+    pub config: Arc<Config>,
+    pub routes: Vec<RouteEntry>,
+    pub services: Services,
+    pub started: Instant,
+    pub demo: demo::DemoState,
+}
+
+impl App {
+    pub fn route_by_name(&self, name: &str) -> Option<&RouteEntry> {
+        self.routes.iter().find(|r| r.spec.name == name)
+    }
+}
+
+/// Builds every route's chain; all problems are reported together, located.
+pub fn build_app(config: Config, services: Services) -> Result<App, ConfigErrors> {
+    let config = Arc::new(config);
+    let mut errors: Vec<ConfigError> = Vec::new();
+    let mut routes = Vec::new();
+    for spec in &config.routes {
+        let spec = Arc::new(spec.clone());
+        let ctx = BuildCtx {
+            config: &config,
+            route: &spec,
+            services: &services,
+        };
+        match pipeline::build_chain(REGISTRY, &ctx) {
+            Ok(chain) => {
+                let priced = pipeline::priced_block(&spec, &config.payment.accepts).map(Arc::new);
+                routes.push(RouteEntry {
+                    spec,
+                    chain: Arc::new(chain),
+                    priced,
+                })
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if !errors.is_empty() {
+        errors.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        errors.dedup();
+        return Err(ConfigErrors(errors));
+    }
+    let demo = demo::DemoState::new(&config);
+    Ok(App {
+        config,
+        routes,
+        services,
+        started: Instant::now(),
+        demo,
+    })
+}
+
+/// The request as the route handlers see it.
+pub struct Incoming {
+    pub method: Method,
+    pub query: String,
+    pub headers: HeaderMap,
+    pub body: Result<Bytes, Reply>,
+    pub remote: Option<SocketAddr>,
+}
+
+fn exact_path(path: String) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
+    let path = Arc::new(path);
+    warp::path::full()
+        .and_then(move |full: warp::path::FullPath| {
+            let path = path.clone();
+            async move {
+                if full.as_str() == path.as_str() {
+                    Ok(())
+                } else {
+                    Err(warp::reject::not_found())
+                }
+            }
+        })
+        .untuple_one()
+}
+
+/// Method, query, headers, capped body and peer address of any request.
+fn incoming(
+    max_body: usize,
+) -> impl Filter<Extract = (Incoming,), Error = warp::Rejection> + Clone {
+    warp::method()
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::stream())
+        .and(warp::addr::remote())
+        .then(
+            move |method: Method, query: String, headers: HeaderMap, body, remote| async move {
+                let body = if pipeline::input::reads_body(&method) {
+                    read_capped(body, max_body).await
+                } else {
+                    Ok(Bytes::new())
+                };
+                Incoming {
+                    method,
+                    query,
+                    headers,
+                    body,
+                    remote,
+                }
+            },
+        )
+}
+
+/// Reads a body up to `cap` bytes; more is a 413 without reading the rest.
+async fn read_capped<S, B>(stream: S, cap: usize) -> Result<Bytes, Reply>
+where
+    S: futures_util::Stream<Item = Result<B, warp::Error>> + Unpin,
+    B: bytes::Buf,
+{
+    let mut stream = stream;
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let mut chunk = chunk.map_err(|_| {
+            Reply::error(
+                StatusCode::BAD_REQUEST,
+                "invalid_body",
+                "the request body could not be read",
+            )
+        })?;
+        while chunk.has_remaining() {
+            let piece = chunk.chunk();
+            if buf.len() + piece.len() > cap {
+                return Err(pipeline::input::too_large(cap));
+            }
+            buf.extend_from_slice(piece);
+            let n = piece.len();
+            chunk.advance(n);
+        }
+    }
+    Ok(buf.freeze())
+}
+
+/// The complete filter tree of the service.
+pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
+    let max_body = app
+        .routes
+        .iter()
+        .map(|r| r.spec.max_request_bytes)
+        .max()
+        .unwrap_or(64_000);
+    let mut tree: BoxedFilter<(warp::reply::Response,)> = discovery::filter(app.clone());
+    tree = tree.or(demo::filter(app.clone())).unify().boxed();
+    for (i, entry) in app.routes.iter().enumerate() {
+        let app2 = app.clone();
+        let route_filter = exact_path(entry.spec.path.clone())
+            .and(incoming(max_body))
+            .then(move |inc: Incoming| {
+                let app = app2.clone();
+                async move { handle_route(&app, i, inc).await }
+            })
+            .boxed();
+        tree = tree.or(route_filter).unify().boxed();
+    }
+    let fallback = warp::path::full()
+        .and(warp::method())
+        .map(|p: warp::path::FullPath, m: Method| {
+            let r = if m == Method::OPTIONS {
+                respond::cors_preflight()
+            } else {
+                Reply::error(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    format!(
+                        "no route {}; the catalogue is at /openapi.json and /llms.txt",
+                        p.as_str()
+                    ),
+                )
+            };
+            respond::to_response(r, &crate::pipeline::exchange::new_request_id())
+        })
+        .boxed();
+    tree.or(fallback).unify().boxed()
+}
+
+/// One request on a paid or free route: method check, CORS, input, the chain, headers.
+pub async fn handle_route(app: &App, index: usize, inc: Incoming) -> warp::reply::Response {
+    let entry = &app.routes[index];
+    let spec = entry.spec.clone();
+    let is_preflight =
+        inc.method == Method::OPTIONS && inc.headers.contains_key("access-control-request-method");
+    if is_preflight || (inc.method == Method::OPTIONS && !spec.is_paid()) {
+        return respond::to_response(
+            respond::cors_preflight(),
+            &crate::pipeline::exchange::new_request_id(),
+        );
+    }
+    // A plain OPTIONS or HEAD on a paid route is answered with the challenge, free.
+    let probe_only = matches!(inc.method, Method::OPTIONS | Method::HEAD);
+    if !probe_only && !spec.methods.contains(&inc.method) {
+        let allow: Vec<&str> = spec.methods.iter().map(Method::as_str).collect();
+        let r = Reply::error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("{} accepts {}", spec.path, allow.join(", ")),
+        )
+        .with_header("allow", &format!("{}, OPTIONS", allow.join(", ")));
+        return respond::to_response(r, &crate::pipeline::exchange::new_request_id());
+    }
+    let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), inc.method.clone());
+    ex.query = inc.query;
+    ex.headers = inc.headers;
+    ex.remote = inc.remote;
+    match inc.body {
+        Ok(b) => ex.body = b,
+        Err(r) => ex.input_error = Some(r),
+    }
+    if ex.input_error.is_none() && !probe_only {
+        match pipeline::input::validate(&spec, &ex.method, &ex.query, &ex.body) {
+            Ok(input) => ex.input = input,
+            Err(r) => ex.input_error = Some(r),
+        }
+    }
+    run_exchange(entry, &mut ex).await;
+    let mut reply = ex.reply.take().unwrap_or_else(|| {
+        Reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "no reply",
+        )
+    });
+    if inc.method == Method::HEAD {
+        reply.body = Bytes::new();
+    }
+    respond::to_response(reply, &ex.id)
+}
+
+/// Runs the chain and logs the outcome (one line per request).
+pub async fn run_exchange(entry: &RouteEntry, ex: &mut Exchange) {
+    let span = tracing::info_span!("request", id = %ex.id, route = %entry.spec.path);
+    let _ = &span;
+    entry.chain.run(ex).await;
+    let status = ex.reply.as_ref().map(|r| r.status.as_u16()).unwrap_or(0);
+    tracing::info!(
+        request_id = %ex.id,
+        method = %ex.method,
+        route = %entry.spec.path,
+        status,
+        demo = ex.demo,
+        charged = ex.charged.unwrap_or(false),
+        elapsed_ms = ex.elapsed_ms(),
+        "request"
+    );
+}
+
+/// Binds, serves until `shutdown` resolves, then lets in-flight requests finish for the grace
+/// period.
+pub async fn serve(
+    app: Arc<App>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let grace = app.config.service.shutdown_grace;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (notify_tx, mut notify_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = notify_tx.send(true);
+        let _ = tx.send(());
+    });
+    let server = warp::serve(filter(app.clone()))
+        .incoming(listener)
+        .graceful(async move {
+            let _ = rx.await;
+        })
+        .run();
+    tokio::pin!(server);
+    tokio::select! {
+        _ = &mut server => {}
+        _ = async {
+            let _ = notify_rx.wait_for(|v| *v).await;
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!("shutdown grace period over; dropping remaining connections");
+        }
+    }
+    services::shutdown(&app.services).await;
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown signal received");
+}

@@ -1,0 +1,295 @@
+//! The YAML files exactly as an operator writes them: routes.yaml and pipelines/*.yaml.
+//!
+//! Every struct denies unknown keys so a typo is a startup error with its line and column, and
+//! fields whose *meaning* is checked later (paths, prices, stage names) are `Spanned` so those
+//! later errors can point at the right place too. Doc comments here are the config reference.
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use std::collections::BTreeMap;
+
+/// routes.yaml
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutesFile {
+    pub service: Service,
+    pub payment: Payment,
+    #[serde(default)]
+    pub guard: Guard,
+    #[serde(default)]
+    pub demo: Demo,
+    /// Named upstream base URLs (market APIs, RPCs, search provider, discovery index). Each
+    /// defaults to the real public service; tests point them at local servers.
+    #[serde(default)]
+    pub upstreams: BTreeMap<String, Spanned<String>>,
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    /// Name shown in discovery documents.
+    pub name: String,
+    /// Version of the interface description (spec §9: 1.0.0).
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// One paragraph for /llms.txt and /openapi.json.
+    #[serde(default)]
+    pub description: String,
+    /// Canonical public base address; resource URLs in challenges are built from it.
+    pub base_url: Spanned<String>,
+    /// A second base address serving the same routes (advertised in discovery).
+    #[serde(default)]
+    pub backup_url: Option<Spanned<String>>,
+    /// host:port to listen on (PAYCALL_LISTEN overrides).
+    #[serde(default = "default_listen")]
+    pub listen: Spanned<String>,
+    /// Proxies (CIDRs) whose X-Forwarded-For is believed for per-client demo limits.
+    #[serde(default)]
+    pub trusted_proxies: Vec<Spanned<String>>,
+    /// Seconds to let in-flight requests finish on shutdown.
+    #[serde(default = "default_shutdown_grace")]
+    pub shutdown_grace_s: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Payment {
+    pub facilitator: Facilitator,
+    /// maxTimeoutSeconds in every offer: how long a signed payment stays valid.
+    #[serde(default = "default_max_timeout")]
+    pub max_timeout_seconds: u64,
+    /// The accepted payment options, in order of preference.
+    pub accepts: Vec<Spanned<Accept>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facilitator {
+    /// Base URL; /verify, /settle and /supported are joined to it (PAYCALL_FACILITATOR_URL).
+    pub url: Spanned<String>,
+    #[serde(default = "default_verify_timeout")]
+    pub verify_timeout_ms: u64,
+    #[serde(default = "default_settle_timeout")]
+    pub settle_timeout_ms: u64,
+    /// How long GET /supported is cached.
+    #[serde(default = "default_supported_ttl")]
+    pub supported_ttl_s: u64,
+    /// `auto` (CDP JWT when CDP_API_KEY_ID and CDP_API_KEY_SECRET are set, else none),
+    /// `cdp` (required: startup error without the keys) or `none`.
+    #[serde(default = "default_auth")]
+    pub auth: Spanned<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accept {
+    /// CAIP-2 network id, e.g. eip155:8453.
+    pub network: String,
+    /// Short name for the `priced` block, e.g. base.
+    pub name: String,
+    /// Token contract (EVM) or mint (Solana).
+    pub asset: String,
+    /// Decimals of the asset; prices are converted exactly.
+    pub decimals: u32,
+    /// EVM only: the token's EIP-712 domain (name, version).
+    #[serde(default)]
+    pub eip712: Option<Eip712>,
+    /// Receiving address. Empty means "must come from the environment" (PAYCALL_EVM_PAY_TO /
+    /// PAYCALL_SOLANA_PAY_TO); missing in both places is a startup error.
+    #[serde(default)]
+    pub pay_to: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Eip712 {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guard {
+    /// CIDRs the outbound guard lets through even though they are private (self-hosting,
+    /// tests). Empty by default (PAYCALL_ALLOW_CIDRS).
+    #[serde(default)]
+    pub allow_cidrs: Vec<Spanned<String>>,
+    /// User-Agent sent on outbound requests.
+    #[serde(default)]
+    pub user_agent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Demo {
+    /// Requests per minute per client on /api/demo/*.
+    #[serde(default = "default_demo_rpm")]
+    pub per_minute: u32,
+    /// Burst allowance.
+    #[serde(default = "default_demo_burst")]
+    pub burst: u32,
+}
+
+impl Default for Demo {
+    fn default() -> Self {
+        Demo {
+            per_minute: default_demo_rpm(),
+            burst: default_demo_burst(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// URL path, e.g. /api/http. The route's name is the last segment.
+    pub path: Spanned<String>,
+    /// Allowed methods (GET, POST, …). OPTIONS is always answered.
+    pub methods: Vec<Spanned<String>>,
+    /// Price per call in USD as a decimal string, e.g. "0.01". Free routes omit it.
+    #[serde(default)]
+    pub price_usd: Option<Spanned<String>>,
+    /// One line for catalogues.
+    pub summary: String,
+    /// Longer text for the challenge's resource.description (≤ 500 characters).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Name of the chain in pipelines/*.yaml.
+    pub pipeline: Spanned<String>,
+    /// Bill rule name (default `status_below_400`).
+    #[serde(default)]
+    pub billing: Option<Spanned<String>>,
+    /// Largest request body accepted, bytes (413 above).
+    #[serde(default = "default_max_request")]
+    pub max_request_bytes: usize,
+    /// Input parameters, in order.
+    #[serde(default)]
+    pub input: Vec<Spanned<Param>>,
+    /// Per-route overrides of stage parameters: stage name → { parameter: value }.
+    #[serde(default)]
+    pub caps: BTreeMap<String, Spanned<Value>>,
+    /// The free twin at /api/demo/<name>.
+    #[serde(default)]
+    pub demo: Option<RouteDemo>,
+    /// An example of the 200 body, for discovery documents.
+    #[serde(default)]
+    pub output_example: Option<Value>,
+    /// Words for Bazaar tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteDemo {
+    /// The fixed input the demo runs on.
+    #[serde(default)]
+    pub input: serde_json::Map<String, Value>,
+    /// How long a sample is reused.
+    pub ttl_s: u64,
+    /// Words describing the fixed input (the envelope's fixed_input).
+    pub describe: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Param {
+    pub name: String,
+    /// string | integer | number | boolean | object | any
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub default: Option<Value>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, rename = "enum")]
+    pub enumeration: Option<Vec<Value>>,
+    #[serde(default)]
+    pub minimum: Option<f64>,
+    #[serde(default)]
+    pub maximum: Option<f64>,
+    #[serde(default)]
+    pub min_length: Option<usize>,
+    /// Characters; for an object given as a JSON string in the query, the string's length.
+    #[serde(default)]
+    pub max_length: Option<usize>,
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// `uri` for absolute http(s) URLs.
+    #[serde(default)]
+    pub format: Option<String>,
+    #[serde(default)]
+    pub example: Option<Value>,
+    /// Error code for a bad value (default invalid_parameter), e.g. bad_fields.
+    #[serde(default)]
+    pub error_code: Option<String>,
+    /// Enum values compared case-insensitively and normalised to the listed spelling.
+    #[serde(default)]
+    pub case_insensitive: bool,
+}
+
+/// pipelines/<name>.yaml
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineFile {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub description: String,
+    pub stages: Vec<StageEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageEntry {
+    /// Registered stage name.
+    pub stage: Spanned<String>,
+    /// The stage's parameters (its own reference lists them).
+    #[serde(default, rename = "with")]
+    pub params: Option<Spanned<Value>>,
+}
+
+fn default_version() -> String {
+    "1.0.0".into()
+}
+fn default_listen() -> Spanned<String> {
+    Spanned::new(
+        "127.0.0.1:8402".into(),
+        serde_saphyr::Location::UNKNOWN,
+        serde_saphyr::Location::UNKNOWN,
+    )
+}
+fn default_auth() -> Spanned<String> {
+    Spanned::new(
+        "auto".into(),
+        serde_saphyr::Location::UNKNOWN,
+        serde_saphyr::Location::UNKNOWN,
+    )
+}
+fn default_shutdown_grace() -> u64 {
+    10
+}
+fn default_max_timeout() -> u64 {
+    120
+}
+fn default_verify_timeout() -> u64 {
+    10_000
+}
+fn default_settle_timeout() -> u64 {
+    30_000
+}
+fn default_supported_ttl() -> u64 {
+    600
+}
+fn default_demo_rpm() -> u32 {
+    30
+}
+fn default_demo_burst() -> u32 {
+    10
+}
+fn default_max_request() -> usize {
+    64_000
+}
