@@ -79,7 +79,10 @@ fn load_app(path: &PathBuf) -> Result<server::App, ExitCode> {
         eprintln!("paycall: {} problem(s) in the configuration", e.0.len());
         ExitCode::from(1)
     })?;
-    let services = server::services::build(&cfg);
+    let services = server::services::build(&cfg).map_err(|e| {
+        eprintln!("paycall: {e}");
+        ExitCode::from(1)
+    })?;
     server::build_app(cfg, services).map_err(|e| {
         eprintln!("{e}");
         eprintln!("paycall: {} problem(s) in the configuration", e.0.len());

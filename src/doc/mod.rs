@@ -1,1 +1,2 @@
 //! doc
+pub mod markdown;

@@ -92,6 +92,8 @@ pub struct StageFactory {
     pub gives: &'static [&'static str],
     /// One line for `paycall check --stages` and the docs.
     pub doc: &'static str,
+    /// Error statuses this stage can answer with, for /openapi.json.
+    pub errors: &'static [(u16, &'static str)],
     pub build: BuildFn,
 }
 

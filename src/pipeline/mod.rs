@@ -1,6 +1,7 @@
 //! The engine: Exchange, the Stage trait, the registry entry type, the chain runner and input
 //! validation. Nothing here knows any particular route.
 
+pub mod artefacts;
 pub mod chain;
 pub mod exchange;
 pub mod input;

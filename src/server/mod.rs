@@ -286,6 +286,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    services::start(&app.services);
     let grace = app.config.service.shutdown_grace;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (notify_tx, mut notify_rx) = tokio::sync::watch::channel(false);

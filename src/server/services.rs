@@ -1,13 +1,71 @@
-//! The shared runtime services stages use, built once from the config.
+//! The shared runtime services stages use, built once from the config. No network I/O
+//! happens here (so `paycall check` can call it); `start` kicks off background warm-ups.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::{Config, FacilitatorAuthSetting};
+use crate::net::{Guard, GuardedClient, Resolver, SystemResolver};
 use crate::pipeline::Services;
+use crate::x402::facilitator::{FacilitatorAuth, FacilitatorClient, FacilitatorConfig};
+use crate::x402::ledger::Ledger;
 
-/// Builds the services. No network I/O happens here (so `paycall check` can call it).
-pub fn build(config: &Config) -> Services {
-    Services::builder().with(Arc::new(config.clone())).build()
+/// Builds the services with the system DNS resolver.
+pub fn build(config: &Config) -> Result<Services, String> {
+    build_with_resolver(config, Arc::new(SystemResolver))
+}
+
+/// Builds the services with a chosen resolver (tests inject a static map).
+pub fn build_with_resolver(
+    config: &Config,
+    resolver: Arc<dyn Resolver>,
+) -> Result<Services, String> {
+    crate::net::install_crypto_provider();
+    let guard = Arc::new(Guard::new(config.guard.allow_cidrs.clone()));
+    let client = Arc::new(
+        GuardedClient::new(guard.clone(), resolver, &config.guard.user_agent)
+            .map_err(|e| e.to_string())?,
+    );
+    let f = &config.payment.facilitator;
+    let facilitator = Arc::new(
+        FacilitatorClient::new(FacilitatorConfig {
+            url: f.url.clone(),
+            verify_timeout: f.verify_timeout,
+            settle_timeout: f.settle_timeout,
+            supported_ttl: f.supported_ttl,
+            auth: match &f.auth {
+                FacilitatorAuthSetting::None => FacilitatorAuth::None,
+                FacilitatorAuthSetting::Cdp { key_id, key_secret } => FacilitatorAuth::Cdp {
+                    key_id: key_id.clone(),
+                    key_secret: key_secret.clone(),
+                },
+            },
+        })
+        .map_err(|e| format!("payment.facilitator: {e}"))?,
+    );
+    // Unsettled replies are kept for the payment's validity window plus a margin.
+    let keep = Duration::from_secs(config.payment.max_timeout_seconds + 60);
+    Ok(Services::builder()
+        .with(Arc::new(config.clone()))
+        .with(guard)
+        .with(client)
+        .with(facilitator)
+        .with(Arc::new(Ledger::new(keep)))
+        .build())
+}
+
+/// Background warm-ups once the runtime runs: the facilitator's /supported (Solana feePayer).
+pub fn start(services: &Services) {
+    if let Some(f) = services.get::<FacilitatorClient>() {
+        tokio::spawn(async move {
+            match f.supported().await {
+                Ok(s) => tracing::info!(kinds = s.kinds.len(), "facilitator /supported loaded"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "facilitator /supported unavailable at startup; retrying on demand")
+                }
+            }
+        });
+    }
 }
 
 /// Stops what needs stopping (browser pools, …) when the server shuts down.

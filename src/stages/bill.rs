@@ -17,6 +17,7 @@ pub const FACTORY: StageFactory = StageFactory {
     needs: &[],
     gives: &["bill"],
     doc: "decide whether the finished reply is charged (route's billing rule)",
+    errors: &[],
     build,
 };
 

@@ -12,6 +12,7 @@ pub mod bazaar;
 pub mod challenge;
 pub mod codec;
 pub mod facilitator;
+pub mod ledger;
 pub mod matching;
 pub mod price;
 pub mod types;

@@ -1,0 +1,333 @@
+//! `fetch`: one guarded outbound request to the vetted target (needs `target`).
+//!
+//! Every DNS answer and redirect hop is judged by the guard; no cookies, no environment
+//! proxies, a byte cap while streaming and one overall deadline. Cap policy (DESIGN §9): a
+//! declared Content-Length over the cap is 413 (not charged); a body streamed past the cap is
+//! cut and marked truncated (`over_cap: truncate`), or refused with 413 (`over_cap: reject`).
+//!
+//! Parameters:
+//! - `max_bytes`, `timeout_ms`, `max_redirects`: the route's caps.
+//! - `over_cap`: `truncate` (default) or `reject`.
+//! - `upstream_status`: `report` (any status continues, /api/http) or `fail` (non-2xx → 502).
+//! - `method_param`, `headers_param`, `body_param`: input parameters carrying the caller's
+//!   method, outbound headers (allowlisted names only) and body (POST/PUT/PATCH only; a JSON
+//!   value is stringified and sent as application/json).
+//! - `accept`: the Accept header sent when the caller gives none.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::net::{FetchRequest, GuardedClient, OverCap};
+use crate::pipeline::artefacts::Fetched;
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "fetch",
+    phase: Phase::Work,
+    payment: false,
+    needs: &["target"],
+    gives: &["fetched"],
+    doc: "guarded outbound HTTP request: DNS and redirects re-checked, byte cap, deadline, no cookies",
+    errors: &[
+        (400, "Bad method or outbound headers, or a redirect/DNS answer to a refused target"),
+        (413, "The upstream body is larger than the cap"),
+        (502, "Upstream unreachable, failing, or too many redirects"),
+        (504, "The upstream did not answer in time"),
+    ],
+    build,
+};
+
+/// Request headers a caller may set on /api/http (spec 5.7: no Cookie, no hop-by-hop, no Host).
+pub const HEADER_ALLOWLIST: &[&str] = &[
+    "accept",
+    "accept-language",
+    "authorization",
+    "cache-control",
+    "content-language",
+    "content-type",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "if-unmodified-since",
+    "origin",
+    "pragma",
+    "range",
+    "referer",
+    "user-agent",
+];
+/// Custom `x-*` headers are allowed too, except these (they speak for a proxy or a client IP).
+const X_DENY: &[&str] = &[
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-real-ip",
+    "x-forwarded-port",
+    "x-forwarded-server",
+];
+pub const MAX_HEADERS: usize = 32;
+pub const MAX_HEADER_VALUE: usize = 4096;
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum CapMode {
+    Truncate,
+    Reject,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum StatusMode {
+    Report,
+    Fail,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    max_bytes: usize,
+    timeout_ms: u64,
+    #[serde(default = "default_redirects")]
+    max_redirects: u32,
+    #[serde(default = "default_cap_mode")]
+    over_cap: CapMode,
+    #[serde(default = "default_status_mode")]
+    upstream_status: StatusMode,
+    #[serde(default)]
+    method_param: Option<String>,
+    #[serde(default)]
+    headers_param: Option<String>,
+    #[serde(default)]
+    body_param: Option<String>,
+    #[serde(default)]
+    accept: Option<String>,
+}
+
+fn default_redirects() -> u32 {
+    3
+}
+fn default_cap_mode() -> CapMode {
+    CapMode::Truncate
+}
+fn default_status_mode() -> StatusMode {
+    StatusMode::Fail
+}
+
+struct Fetch {
+    p: Params,
+    client: Arc<GuardedClient>,
+}
+
+fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let p: Params = params(p)?;
+    for name in [&p.method_param, &p.headers_param, &p.body_param]
+        .into_iter()
+        .flatten()
+    {
+        if ctx.route.param(name).is_none() {
+            return Err(format!("the route has no input parameter `{name}`"));
+        }
+    }
+    if p.max_bytes == 0 || p.timeout_ms == 0 {
+        return Err("max_bytes and timeout_ms must be positive".into());
+    }
+    if p.max_redirects > 20 {
+        return Err("max_redirects above 20 is not allowed".into());
+    }
+    Ok(Arc::new(Fetch {
+        p,
+        client: ctx.services.need::<GuardedClient>()?,
+    }))
+}
+
+/// Checks and converts the caller's outbound headers (a JSON object of strings).
+pub fn outbound_headers(value: Option<&Value>) -> Result<HeaderMap, String> {
+    let mut out = HeaderMap::new();
+    let Some(value) = value else { return Ok(out) };
+    let Value::Object(map) = value else {
+        return Err("headers must be a JSON object of name → string value".into());
+    };
+    if map.len() > MAX_HEADERS {
+        return Err(format!("at most {MAX_HEADERS} headers"));
+    }
+    for (name, v) in map {
+        let lname = name.to_ascii_lowercase();
+        let allowed = HEADER_ALLOWLIST.contains(&lname.as_str())
+            || (lname.starts_with("x-") && !X_DENY.contains(&lname.as_str()));
+        if !allowed {
+            return Err(format!(
+                "header `{name}` is not allowed; allowed: {} and custom x-* headers",
+                HEADER_ALLOWLIST.join(", ")
+            ));
+        }
+        let Value::String(s) = v else {
+            return Err(format!("header `{name}` must have a string value"));
+        };
+        if s.len() > MAX_HEADER_VALUE {
+            return Err(format!(
+                "header `{name}` is longer than {MAX_HEADER_VALUE} bytes"
+            ));
+        }
+        let hn = HeaderName::from_bytes(lname.as_bytes())
+            .map_err(|_| format!("`{name}` is not a valid header name"))?;
+        let hv = HeaderValue::from_str(s)
+            .map_err(|_| format!("header `{name}` has characters not allowed in a header value"))?;
+        out.insert(hn, hv);
+    }
+    Ok(out)
+}
+
+impl Fetch {
+    fn request_parts(
+        &self,
+        ex: &Exchange,
+    ) -> Result<(Method, HeaderMap, Option<Bytes>), (&'static str, String)> {
+        let method = match self.p.method_param.as_ref().and_then(|n| ex.input_str(n)) {
+            None => Method::GET,
+            Some(m) => match m.to_ascii_uppercase().as_str() {
+                "GET" => Method::GET,
+                "POST" => Method::POST,
+                "HEAD" => Method::HEAD,
+                "PUT" => Method::PUT,
+                "PATCH" => Method::PATCH,
+                "DELETE" => Method::DELETE,
+                other => {
+                    return Err((
+                        "invalid_parameter",
+                        format!("method `{other}` is not supported"),
+                    ))
+                }
+            },
+        };
+        let mut headers =
+            outbound_headers(self.p.headers_param.as_ref().and_then(|n| ex.input.get(n)))
+                .map_err(|m| ("bad_headers", m))?;
+        let sends_body = matches!(method, Method::POST | Method::PUT | Method::PATCH);
+        let body = match self.p.body_param.as_ref().and_then(|n| ex.input.get(n)) {
+            Some(v) if sends_body => Some(match v {
+                Value::String(s) => Bytes::from(s.clone()),
+                other => {
+                    headers
+                        .entry(http::header::CONTENT_TYPE)
+                        .or_insert(HeaderValue::from_static("application/json"));
+                    Bytes::from(other.to_string())
+                }
+            }),
+            _ => None,
+        };
+        if !headers.contains_key(http::header::ACCEPT) {
+            let accept = self.p.accept.as_deref().unwrap_or(
+                "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5",
+            );
+            if let Ok(v) = HeaderValue::from_str(accept) {
+                headers.insert(http::header::ACCEPT, v);
+            }
+        }
+        Ok((method, headers, body))
+    }
+}
+
+#[async_trait]
+impl Stage for Fetch {
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let Some(url) = ex.target.clone() else {
+            return ex.fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "no target",
+            );
+        };
+        let (method, headers, body) = match self.request_parts(ex) {
+            Ok(parts) => parts,
+            Err((code, msg)) => return ex.fail(StatusCode::BAD_REQUEST, code, msg),
+        };
+        let req = FetchRequest {
+            url: url.clone(),
+            method: method.clone(),
+            headers,
+            body,
+            max_redirects: self.p.max_redirects,
+            max_bytes: self.p.max_bytes,
+            timeout: Duration::from_millis(self.p.timeout_ms),
+            over_cap: match self.p.over_cap {
+                CapMode::Truncate => OverCap::Truncate,
+                CapMode::Reject => OverCap::Reject,
+            },
+        };
+        let response = match self.client.fetch(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+                return ex.fail(status, e.code(), e.to_string());
+            }
+        };
+        // A declared size over the cap is refused, not truncated (DESIGN §9).
+        let declared = response
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(d) = declared {
+            if d > self.p.max_bytes as u64 && method != Method::HEAD {
+                return ex.fail(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "upstream_too_large",
+                    format!(
+                        "the upstream declared a body of {d} bytes, over the limit of {} bytes",
+                        self.p.max_bytes
+                    ),
+                );
+            }
+        }
+        if self.p.upstream_status == StatusMode::Fail && !response.status.is_success() {
+            let code = response.status.as_u16();
+            return ex.fail(
+                StatusCode::BAD_GATEWAY,
+                "upstream_status",
+                format!("the upstream answered HTTP {code}; nothing was charged"),
+            );
+        }
+        ex.slots.put(Fetched {
+            requested: url,
+            method,
+            response,
+        });
+        Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outbound_headers;
+    use serde_json::json;
+
+    #[test]
+    fn header_allowlist() {
+        assert!(outbound_headers(Some(&json!({"Accept": "text/html", "X-Api-Key": "k"}))).is_ok());
+        for bad in [
+            "cookie",
+            "Host",
+            "connection",
+            "transfer-encoding",
+            "x-forwarded-for",
+            "proxy-authorization",
+            "te",
+            "upgrade",
+        ] {
+            assert!(
+                outbound_headers(Some(&json!({ bad: "v" }))).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(outbound_headers(Some(&json!({"accept": 1}))).is_err());
+        assert!(outbound_headers(Some(&json!({"accept": "a\r\nb"}))).is_err());
+        assert!(outbound_headers(Some(&json!(["accept"]))).is_err());
+        let many: serde_json::Map<String, serde_json::Value> =
+            (0..33).map(|i| (format!("x-h{i}"), json!("v"))).collect();
+        assert!(outbound_headers(Some(&serde_json::Value::Object(many))).is_err());
+    }
+}
