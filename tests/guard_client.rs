@@ -727,3 +727,20 @@ async fn a_failed_tls_handshake_is_a_connect_error() {
         "{err}"
     );
 }
+
+/// A declared length is the upstream's claim: with no practical cap, a petabyte declaration must
+/// not become a petabyte allocation (that would abort the process).
+#[tokio::test]
+async fn a_huge_declared_length_is_not_preallocated() {
+    let up = Upstream::start("127.0.0.1", |_| Reply::Declare {
+        content_length: 1 << 50,
+        prefix: vec![b'x'; 10],
+        then_close: true,
+    })
+    .await;
+    let err = client()
+        .fetch(capped(&up.url("/"), usize::MAX, OverCap::Truncate))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "upstream_error", "{err}");
+}

@@ -386,8 +386,10 @@ async fn read_capped(
             });
         }
     }
+    // A declared length only sizes the first allocation, and never beyond 1 MiB: the header is
+    // the upstream's claim, not a promise.
     let initial = declared
-        .map_or(16 * 1024, |d| d.min(max as u64) as usize)
+        .map_or(16 * 1024, |d| d.min(1 << 20) as usize)
         .min(max);
     let mut buf = BytesMut::with_capacity(initial);
     loop {
