@@ -386,8 +386,10 @@ async fn read_capped(
             });
         }
     }
+    // A declared length only sizes the first allocation, and never beyond 1 MiB: the header is
+    // the upstream's claim, not a promise.
     let initial = declared
-        .map_or(16 * 1024, |d| d.min(max as u64) as usize)
+        .map_or(16 * 1024, |d| d.min(1 << 20) as usize)
         .min(max);
     let mut buf = BytesMut::with_capacity(initial);
     loop {
@@ -500,10 +502,17 @@ impl ResolveFailure {
     }
 }
 
+/// The error chain, looking inside `io::Error`s too: their `source()` skips the error they wrap,
+/// which is exactly where rustls and our resolver put theirs.
 fn sources<'a>(
     err: &'a (dyn StdError + 'static),
 ) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
-    std::iter::successors(Some(err), |e: &&'a (dyn StdError + 'static)| (*e).source())
+    std::iter::successors(Some(err), |e: &&'a (dyn StdError + 'static)| {
+        if let Some(inner) = e.downcast_ref::<io::Error>().and_then(|io| io.get_ref()) {
+            return Some(inner as &(dyn StdError + 'static));
+        }
+        (*e).source()
+    })
 }
 
 /// Map a failed `send()` to what the caller is told. The guard's refusal is found in the error
@@ -544,12 +553,6 @@ fn connect_message(err: &reqwest::Error) -> String {
             return format!("the TLS handshake with the upstream failed: {tls}");
         }
         if let Some(io_err) = e.downcast_ref::<io::Error>() {
-            if let Some(tls) = io_err
-                .get_ref()
-                .and_then(|i| i.downcast_ref::<rustls::Error>())
-            {
-                return format!("the TLS handshake with the upstream failed: {tls}");
-            }
             let what = match io_err.kind() {
                 io::ErrorKind::ConnectionRefused => "the upstream refused the connection",
                 io::ErrorKind::ConnectionReset => "the upstream reset the connection",
