@@ -1,0 +1,157 @@
+#!/usr/bin/env node
+// The official x402 client (@x402/fetch over an x402Client with the EVM exact scheme) as a
+// command, so Rust tests can pay the service exactly as a real buyer would.
+//
+//   node pay.mjs --state <file> --url <u> [--method GET|POST] [--body <json>] [--header 'k: v']...
+//                [--key 0x<buyer key>] [--timeout-ms N]
+//       pays and prints ONE JSON line: {status, headers (lower-case), body (parsed JSON if it
+//       parses, else text), paymentResponse (decoded PAYMENT-RESPONSE or null), buyer, payTo,
+//       buyerBefore, buyerAfter, payToBefore, payToAfter (on-chain USDC, atomic, strings)}
+//   ... --sign-only
+//       one unpaid request; from its 402 builds the PAYMENT-SIGNATURE with the official client and
+//       prints {status, paymentRequired (decoded), paymentRequiredRaw, paymentSignature (raw
+//       header value), payload (decoded)} WITHOUT sending it
+//   ... --payment-signature <raw>
+//       sends the request once with that PAYMENT-SIGNATURE (a replay); prints the pay output
+//   node pay.mjs balance --state <file> --address 0x...   prints {address, balance}
+//
+// A failure of the client itself (no 402, refused offer, timeout) prints {error, ...} and exits 1.
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client, x402HTTPClient } from "@x402/fetch";
+import { toClientEvmSigner } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { localChain, usdcBalance } from "./lib/chain.mjs";
+
+const { values: opts, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    state: { type: "string" },
+    url: { type: "string" },
+    method: { type: "string", default: "GET" },
+    body: { type: "string" },
+    header: { type: "string", multiple: true, default: [] },
+    key: { type: "string" },
+    address: { type: "string" },
+    "sign-only": { type: "boolean", default: false },
+    "payment-signature": { type: "string" },
+    "timeout-ms": { type: "string", default: "60000" },
+  },
+});
+
+function out(value, code = 0) {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+  process.exitCode = code;
+}
+
+function fail(message, extra = {}) {
+  out({ error: message, ...extra }, 1);
+}
+
+function requestInit() {
+  const headers = {};
+  for (const h of opts.header) {
+    const i = h.indexOf(":");
+    if (i <= 0) throw new Error(`--header must look like 'name: value', got ${JSON.stringify(h)}`);
+    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+  }
+  const init = { method: opts.method.toUpperCase(), headers };
+  if (opts.body !== undefined) {
+    init.body = opts.body;
+    if (!Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
+      headers["content-type"] = "application/json";
+    }
+  }
+  return init;
+}
+
+function withTimeout(init) {
+  return { ...init, signal: AbortSignal.timeout(Number(opts["timeout-ms"])) };
+}
+
+async function readResponse(res) {
+  const text = await res.text();
+  let body = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  const headers = {};
+  res.headers.forEach((value, name) => {
+    headers[name.toLowerCase()] = value;
+  });
+  let paymentResponse = null;
+  const raw = res.headers.get("payment-response");
+  if (raw) {
+    try {
+      paymentResponse = decodePaymentResponseHeader(raw);
+    } catch (e) {
+      paymentResponse = { undecodable: raw, error: String(e) };
+    }
+  }
+  return { status: res.status, headers, body, paymentResponse };
+}
+
+async function main() {
+  if (!opts.state) return fail("--state <file> is required (the stack's state file)");
+  const state = JSON.parse(readFileSync(opts.state, "utf8"));
+  const publicClient = createPublicClient({ chain: localChain(state.rpcUrl), transport: http(state.rpcUrl) });
+
+  if (positionals[0] === "balance") {
+    if (!opts.address) return fail("balance needs --address 0x...");
+    return out({ address: opts.address, balance: await usdcBalance(publicClient, opts.address) });
+  }
+  if (positionals.length > 0) return fail(`unknown subcommand ${positionals[0]}`);
+  if (!opts.url) return fail("--url is required");
+
+  const account = privateKeyToAccount(opts.key ?? state.buyerKey);
+  const client = new x402Client();
+  registerExactEvmScheme(client, {
+    signer: toClientEvmSigner(account, publicClient),
+    schemeOptions: { rpcUrl: state.rpcUrl }, // any chain read the client makes stays on the local chain
+  });
+  const init = requestInit();
+
+  if (opts["sign-only"]) {
+    const res = await fetch(opts.url, withTimeout(init));
+    const first = await readResponse(res);
+    if (res.status !== 402) return fail(`expected a 402 challenge, got ${res.status}`, first);
+    const httpClient = new x402HTTPClient(client);
+    const paymentRequired = httpClient.getPaymentRequiredResponse((n) => res.headers.get(n), first.body);
+    const payload = await httpClient.createPaymentPayload(paymentRequired);
+    const signatureHeaders = httpClient.encodePaymentSignatureHeader(payload);
+    const paymentSignature = signatureHeaders["PAYMENT-SIGNATURE"] ?? Object.values(signatureHeaders)[0];
+    return out({
+      status: res.status,
+      paymentRequired,
+      paymentRequiredRaw: res.headers.get("payment-required"),
+      paymentSignature,
+      payload,
+    });
+  }
+
+  const balances = async () =>
+    Promise.all([usdcBalance(publicClient, account.address), usdcBalance(publicClient, state.payTo)]);
+  const [buyerBefore, payToBefore] = await balances();
+  let res;
+  if (opts["payment-signature"] !== undefined) {
+    init.headers["PAYMENT-SIGNATURE"] = opts["payment-signature"];
+    res = await fetch(opts.url, withTimeout(init));
+  } else {
+    res = await wrapFetchWithPayment(fetch, client)(opts.url, withTimeout(init));
+  }
+  const result = await readResponse(res);
+  const [buyerAfter, payToAfter] = await balances();
+  return out({
+    ...result,
+    buyer: account.address,
+    payTo: state.payTo,
+    buyerBefore,
+    buyerAfter,
+    payToBefore,
+    payToAfter,
+  });
+}
+
+main().catch((e) => fail(e instanceof Error ? e.message : String(e), { stack: e?.stack }));
