@@ -168,7 +168,89 @@ fn serve(path: &PathBuf) -> ExitCode {
     })
 }
 
-fn markdown(_path: &PathBuf, source: &str) -> ExitCode {
-    eprintln!("paycall markdown {source}: not built yet");
-    ExitCode::from(2)
+/// Reads a file or fetches a URL (through the same guard as the service, so private targets are
+/// refused unless PAYCALL_ALLOW_CIDRS allows them) and prints /api/fetch's markdown of it.
+fn markdown(path: &PathBuf, source: &str) -> ExitCode {
+    use paycall::doc::markdown::{html_to_markdown, passthrough};
+    let (body, content_type, base): (Vec<u8>, String, Option<url::Url>) =
+        if source.starts_with("http://") || source.starts_with("https://") {
+            let allow = match config::load(path) {
+                Ok(c) => c.guard.allow_cidrs,
+                Err(_) => std::env::var("PAYCALL_ALLOW_CIDRS")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|s| config::parse_cidr(s).ok())
+                    .collect(),
+            };
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("paycall: cannot start the runtime: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let fetched = rt.block_on(async {
+                let guard = std::sync::Arc::new(paycall::net::Guard::new(allow));
+                let url = guard.parse_target(source).map_err(|e| e.to_string())?;
+                let client = paycall::net::GuardedClient::new(
+                    guard,
+                    std::sync::Arc::new(paycall::net::SystemResolver),
+                    concat!("paycall/", env!("CARGO_PKG_VERSION")),
+                )
+                .map_err(|e| e.to_string())?;
+                let mut req = paycall::net::FetchRequest::get(url);
+                req.max_bytes = 2_000_000;
+                client.fetch(req).await.map_err(|e| e.to_string())
+            });
+            match fetched {
+                Ok(r) => {
+                    let ct = r
+                        .headers
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    (r.body.to_vec(), ct, Some(r.final_url))
+                }
+                Err(e) => {
+                    eprintln!("paycall markdown: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        } else {
+            match std::fs::read(source) {
+                Ok(b) => {
+                    let ct = if source.ends_with(".md") {
+                        "text/markdown"
+                    } else if source.ends_with(".json") {
+                        "application/json"
+                    } else if source.ends_with(".txt") {
+                        "text/plain"
+                    } else {
+                        "text/html"
+                    };
+                    let abs = std::fs::canonicalize(source).ok();
+                    (b, ct.to_string(), abs.and_then(|p| url::Url::from_file_path(p).ok()))
+                }
+                Err(e) => {
+                    eprintln!("paycall markdown: cannot read {source}: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        };
+    let text = String::from_utf8_lossy(&body);
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence.is_empty() || essence == "text/html" || essence == "application/xhtml+xml" {
+        let doc = html_to_markdown(&text, base.as_ref());
+        if let Some(t) = &doc.title {
+            eprintln!("title: {t}");
+        }
+        println!("{}", doc.markdown);
+    } else if let Some(out) = passthrough(&essence, &text) {
+        println!("{out}");
+    } else {
+        eprintln!("paycall markdown: `{content_type}` is not HTML, text, JSON or markdown");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
