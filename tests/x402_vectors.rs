@@ -67,7 +67,8 @@ fn offer_matching_against_the_captured_payment() {
     let both = [sol, offer.clone()];
     assert_eq!(find_offer(&both, &accepted), Some(&both[1]));
 
-    let mutations: [(&str, fn(&mut Requirement)); 5] = [
+    type Mutation = (&'static str, fn(&mut Requirement));
+    let mutations: [Mutation; 5] = [
         ("amount", |r| r.amount = "5001".into()),
         ("payTo", |r| {
             r.pay_to = "0x0000000000000000000000000000000000000001".into()
