@@ -567,7 +567,7 @@ async fn supported_is_cached_and_survives_errors() {
     mock.push("/supported", supported("FEE1", &["FEE1"]));
     let addr = mock.start().await;
     let mut cfg = config(&format!("http://{addr}"));
-    cfg.supported_ttl = Duration::from_millis(300);
+    cfg.supported_ttl = Duration::from_millis(1500);
     let c = FacilitatorClient::new(cfg).unwrap();
 
     assert_eq!(c.fee_payer(SOL), None, "nothing cached yet");
@@ -585,7 +585,7 @@ async fn supported_is_cached_and_survives_errors() {
     assert_eq!(mock.seen("/supported")[0].method, "GET");
 
     // After the TTL the refresh fails: the last good copy is kept.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     let stale = c.supported().await.unwrap();
     assert_eq!(*stale, *s);
     assert_eq!(mock.seen("/supported").len(), 2);
