@@ -216,10 +216,8 @@ fn sec1_to_key(der: &[u8], rng: &SystemRandom) -> Result<Key, AuthError> {
     let mut public = None;
     while let Some((tag, value)) = seq.next()? {
         match tag {
-            0xa0 => {
-                if Der::new(value).expect(0x06)? != OID_P256 {
-                    return Err(bad("the EC key is not on P-256 (prime256v1)"));
-                }
+            0xa0 if Der::new(value).expect(0x06)? != OID_P256 => {
+                return Err(bad("the EC key is not on P-256 (prime256v1)"));
             }
             0xa1 => {
                 let bits = Der::new(value).expect(0x03)?;
