@@ -1,0 +1,330 @@
+//! End-to-end payments for /api/http and /api/fetch with the SHIPPED routes.yaml and pipelines:
+//! a real local chain with the test USDC at Base's USDC address, the official x402 facilitator
+//! and the official client (tests/e2e), a local upstream on 127.0.0.1 and canaries on 127.0.0.2.
+//!
+//! Every billing rule is checked against what the facilitator saw: a charged call settles once
+//! and moves exactly the price on-chain; a not-charged outcome never reaches /settle.
+
+#[path = "support/server.rs"]
+mod server_support;
+#[path = "support/stack.rs"]
+mod stack;
+#[path = "support/upstream.rs"]
+mod upstream;
+
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+use paycall::config;
+use paycall::server;
+use stack::LocalStack;
+
+const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
+
+/// paycall with the shipped config, pointed at the stack's facilitator and payTo, allowed to
+/// reach 127.0.0.1 only.
+async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac = stack.facilitator_url.clone();
+    let pay_to = stack.pay_to.clone();
+    let env = move |k: &str| -> Option<String> {
+        match k {
+            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
+            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
+            "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
+            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            _ => None,
+        }
+    };
+    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let services = server::services::build(&cfg).expect("services");
+    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
+    server_support::start_app(app).await
+}
+
+fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+async fn send_signed(url: &str, sig: &str) -> (u16, reqwest::header::HeaderMap, Value) {
+    let resp = server_support::client()
+        .get(url)
+        .header("PAYMENT-SIGNATURE", sig)
+        .send()
+        .await
+        .expect("request to paycall");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, headers, body)
+}
+
+fn decode_b64_json(v: &str) -> Value {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v.trim())
+        .expect("base64");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_and_fetch_are_paid_for_real_and_settle_once() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+
+    // Unpaid: 402 with the challenge; the facilitator sees nothing.
+    let url = paycall.url(&format!("/api/http?url={}", enc(&up.url("/hello"))));
+    let r = server_support::client().get(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 402);
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    let challenge = decode_b64_json(r.headers()["payment-required"].to_str().unwrap());
+    assert_eq!(challenge["x402Version"], 2);
+    assert_eq!(challenge["accepts"][0]["amount"], "10000");
+    assert_eq!(challenge["accepts"][0]["payTo"], stack.pay_to);
+    assert_eq!(
+        challenge["accepts"].as_array().unwrap().len(),
+        1,
+        "the local facilitator has no Solana: the Solana offer is left out"
+    );
+    assert_eq!(challenge["resource"]["url"], "https://paycall.example.com/api/http");
+    assert!(challenge["extensions"]["bazaar"]["info"]["input"]["queryParams"]["url"].is_string());
+    assert_eq!(up.total(), 0, "an unpaid request does no work");
+    assert_eq!(stack.verify_calls() + stack.settle_calls(), 0);
+
+    // Paid /api/http with the official client.
+    let paid = stack.pay_async(&url, "GET", None).await;
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    let b = &paid.body;
+    assert_eq!(b["ok"], true);
+    assert_eq!(b["status"], 200);
+    assert_eq!(b["body"], "hello");
+    assert_eq!(b["bodyEncoding"], "text");
+    assert_eq!(b["method"], "GET");
+    assert_eq!(b["truncated"], false);
+    assert_eq!(b["bytesRead"], 5);
+    assert_eq!(b["source"], "http");
+    assert_eq!(b["priced"]["amountAtomic"], "10000");
+    assert_eq!(b["priced"]["amountUsd"], "0.01");
+    assert_eq!(b["priced"]["network"], "base");
+    assert_eq!(b["priced"]["payTo"], stack.pay_to);
+    assert!(b["asOf"].as_str().unwrap().ends_with('Z'));
+    let receipt = paid.payment_response.as_ref().expect("PAYMENT-RESPONSE");
+    assert_eq!(receipt["success"], true);
+    assert!(receipt["transaction"].as_str().unwrap().starts_with("0x"));
+    assert_eq!(paid.buyer_spent(), 10_000, "buyer paid exactly the price");
+    assert_eq!(paid.pay_to_received(), 10_000, "payTo received exactly the price");
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(stack.usdc_balance(&stack.pay_to), paid.pay_to_after);
+
+    // Paid POST /api/http with a JSON body forwarded upstream.
+    stack.reset_calls();
+    let post_url = paycall.url("/api/http");
+    let body = serde_json::json!({
+        "url": up.url("/echo"),
+        "method": "POST",
+        "headers": {"x-trace": "abc", "content-type": "application/json"},
+        "body": {"k": "v"}
+    })
+    .to_string();
+    let paid = stack.pay_async(&post_url, "POST", Some(&body)).await;
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    let echoed: Value = serde_json::from_str(paid.body["body"].as_str().unwrap()).unwrap();
+    assert_eq!(echoed["method"], "POST");
+    assert_eq!(echoed["body"], r#"{"k":"v"}"#);
+    assert_eq!(echoed["headers"]["x-trace"], "abc");
+    assert!(echoed["headers"].get("cookie").is_none());
+    assert_eq!(paid.buyer_spent(), 10_000);
+    assert_eq!(stack.settle_calls(), 1);
+
+    // Paid /api/fetch: the article as markdown, boilerplate gone.
+    stack.reset_calls();
+    let furl = paycall.url(&format!("/api/fetch?url={}", enc(&up.url("/article"))));
+    let paid = stack.pay_async(&furl, "GET", None).await;
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    let b = &paid.body;
+    assert_eq!(b["format"], "markdown");
+    let content = b["content"].as_str().unwrap();
+    assert!(content.contains("The harbour was quiet that morning"), "{content}");
+    assert!(content.contains("the whole village came down to the water"), "{content}");
+    assert!(!content.contains("Copyright footer"), "{content}");
+    assert_eq!(b["source"], "fetch");
+    assert_eq!(b["priced"]["amountAtomic"], "20000");
+    assert_eq!(paid.buyer_spent(), 20_000);
+    assert_eq!(paid.pay_to_received(), 20_000);
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(canary.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_charged_outcomes_never_settle() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let buyer_start = stack.usdc_balance(&stack.buyer);
+
+    // One signed payment for /api/fetch, replayed against failing inputs: it stays unspent.
+    let base = paycall.url("/api/fetch");
+    let signed = stack.sign_only_async(&format!("{base}?url={}", enc(&up.url("/hello"))), "GET", None).await;
+    let sig = signed.payment_signature.clone();
+
+    // Bad input: 400 before any facilitator call.
+    stack.reset_calls();
+    for q in ["", "?url=notaurl", "?url=ftp%3A%2F%2Fexample.com%2F"] {
+        let (s, _, b) = send_signed(&format!("{base}{q}"), &sig).await;
+        assert_eq!(s, 400, "{q}: {b}");
+        assert!(b["error"].is_string() && b["message"].is_string(), "{b}");
+    }
+    assert_eq!(stack.verify_calls(), 0, "bad input never reaches the facilitator");
+
+    // Undecodable payment header: 400, no facilitator call.
+    let (s, _, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), "%%%not-base64").await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(b["error"], "invalid_payment_header");
+    assert_eq!(stack.verify_calls(), 0);
+
+    // Tampered offer (amount): 402 "No matching payment requirements", no facilitator call.
+    let mut tampered = signed.payload.clone();
+    tampered["accepted"]["amount"] = Value::String("1".into());
+    let t = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(tampered.to_string())
+    };
+    let (s, h, _) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &t).await;
+    assert_eq!(s, 402);
+    let pr = decode_b64_json(h["payment-required"].to_str().unwrap());
+    assert_eq!(pr["error"], "No matching payment requirements");
+    assert_eq!(stack.verify_calls(), 0);
+
+    // Failures after verify: blocked targets, redirects to refused addresses, upstream errors,
+    // unsupported types, oversize bodies, timeouts. Verified, never settled.
+    let cases: Vec<(String, u16, &str)> = vec![
+        ("http://127.0.0.2/".to_string(), 400, "blocked_target"),
+        ("http://2130706434/".to_string(), 400, "blocked_target"),
+        ("http://[::ffff:127.0.0.2]/".to_string(), 400, "blocked_target"),
+        ("http://169.254.169.254/latest/meta-data/".to_string(), 400, "blocked_target"),
+        ("http://localhost./".to_string(), 400, "blocked_target"),
+        (up.url("/to-canary"), 400, "blocked_target"),
+        (up.url("/missing"), 502, "upstream_status"),
+        (up.url("/server-error"), 502, "upstream_status"),
+        (up.url("/png"), 415, "unsupported_content_type"),
+        (up.url("/sized?n=200001"), 413, "upstream_too_large"),
+        (up.url("/redirect/4"), 502, "too_many_redirects"),
+        ("http://127.0.0.1:9/".to_string(), 502, "connect_failed"),
+    ];
+    for (target, status, code) in &cases {
+        let (s, h, b) = send_signed(&format!("{base}?url={}", enc(target)), &sig).await;
+        assert_eq!((s, b["error"].as_str().unwrap_or("")), (*status, *code), "{target}: {b}");
+        assert!(h.get("payment-response").is_none(), "{target}: no receipt on a failure");
+    }
+    // The timeout edge: the fetch cap is 8 s.
+    let (s, _, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/slow?ms=20000"))), &sig).await;
+    assert_eq!((s, b["error"].as_str().unwrap()), (504, "upstream_timeout"), "{b}");
+
+    assert!(stack.verify_calls() >= cases.len() + 1);
+    assert_eq!(stack.settle_calls(), 0, "no not-charged outcome settles");
+    assert_eq!(canary.hits(), 0, "the canary was never reached");
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start, "nothing moved on-chain");
+
+    // The same signature, finally used for a call that succeeds, is charged once.
+    let (s, h, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &sig).await;
+    assert_eq!(s, 200, "{b}");
+    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    assert_eq!(receipt["success"], true);
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
+
+    // Replayed after settlement: the facilitator refuses the spent nonce; no second settle.
+    let (s, h, _) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &sig).await;
+    assert_eq!(s, 402);
+    let pr = decode_b64_json(h["payment-required"].to_str().unwrap());
+    assert!(pr["error"].as_str().unwrap().contains("nonce"), "{pr}");
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_once() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let target = |p: &str| paycall.url(&format!("/api/http?url={}", enc(&up.url(p))));
+    let buyer_start = stack.usdc_balance(&stack.buyer);
+
+    // Settlement refused: the answer is withheld, 402 with a failure receipt.
+    let sig = stack.sign_only_async(&target("/cookie"), "GET", None).await.payment_signature;
+    stack.set_mode("normal", "fail");
+    let (s, h, b) = send_signed(&target("/cookie"), &sig).await;
+    assert_eq!(s, 402, "{b}");
+    assert_eq!(b["error"], "settlement_failed");
+    assert!(!b.to_string().contains("with cookie"), "paid content withheld: {b}");
+    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    assert_eq!(receipt["success"], false);
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start);
+
+    // Settlement pending: 503 + Retry-After, never a fresh 402; the same signature later gets
+    // the kept answer without redoing the work.
+    stack.set_mode("normal", "pending");
+    let sig = stack.sign_only_async(&target("/cookie"), "GET", None).await.payment_signature;
+    let hits_before = up.total();
+    let (s, h, b) = send_signed(&target("/cookie"), &sig).await;
+    assert_eq!(s, 503, "{b}");
+    assert_eq!(b["error"], "settlement_pending");
+    assert!(h.get("retry-after").is_some());
+    assert!(h.get("payment-required").is_none(), "no fresh challenge");
+    assert!(!b.to_string().contains("with cookie"));
+    assert_eq!(up.total(), hits_before + 1);
+    stack.set_mode("normal", "normal");
+    let (s, h, b) = send_signed(&target("/cookie"), &sig).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["body"], "with cookie");
+    assert!(b["headers"].get("set-cookie").is_none(), "Set-Cookie removed");
+    assert_eq!(b["headers"]["x-upstream"], "yes");
+    assert_eq!(up.total(), hits_before + 1, "the kept answer is served, the work is not redone");
+    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    assert_eq!(receipt["success"], true);
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 10_000);
+
+    // The same payment five times at once: served once, the others get 409.
+    stack.reset_calls();
+    let sig = stack.sign_only_async(&target("/slow?ms=1500"), "GET", None).await.payment_signature;
+    let url = target("/slow?ms=1500");
+    let tasks: Vec<_> = (0..5)
+        .map(|_| {
+            let (u, s) = (url.clone(), sig.clone());
+            tokio::spawn(async move { send_signed(&u, &s).await.0 })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap());
+    }
+    statuses.sort();
+    assert_eq!(statuses, vec![200, 409, 409, 409, 409], "{statuses:?}");
+    assert_eq!(up.hits.slow.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
+
+    // Facilitator down or hanging at verify: 502 / 504 with no work done.
+    let hits_before = up.total();
+    let sig = stack.sign_only_async(&target("/hello"), "GET", None).await.payment_signature;
+    stack.set_mode("down", "normal");
+    let (s, _, b) = send_signed(&target("/hello"), &sig).await;
+    assert_eq!(s, 502, "{b}");
+    stack.set_mode("unavailable", "normal");
+    let (s, _, b) = send_signed(&target("/hello"), &sig).await;
+    assert!(s == 502 || s == 402, "{s} {b}");
+    stack.set_mode("hang", "normal");
+    let started = std::time::Instant::now();
+    let (s, _, b) = send_signed(&target("/hello"), &sig).await;
+    assert_eq!(s, 504, "{b}");
+    assert!(started.elapsed() < Duration::from_secs(19));
+    assert_eq!(up.total(), hits_before, "no work without a verified payment");
+    stack.set_mode("normal", "normal");
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
+}
