@@ -16,6 +16,7 @@ pub const FACTORY: StageFactory = StageFactory {
     payment: false,
     needs: &[],
     gives: &["bill"],
+    errors: &[],
     doc: "decide whether the finished reply is charged (route's billing rule)",
     build,
 };
