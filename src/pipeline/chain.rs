@@ -87,6 +87,7 @@ pub struct BuildCtx<'a> {
 pub type BuildFn = fn(&BuildCtx<'_>, Value) -> Result<Arc<dyn Stage>, String>;
 
 /// One registry line: a YAML name and how to build the stage.
+#[derive(Clone, Copy)]
 pub struct StageFactory {
     pub name: &'static str,
     pub phase: Phase,

@@ -13,7 +13,7 @@
 
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::{HeaderMap, Method, StatusCode};
 use ipnet::IpNet;
 use serde_json::{json, Value};
 use std::future::Future;
@@ -414,6 +414,7 @@ fn envelope(app: &App, entry: &RouteEntry, sample: &Sample) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderValue;
     use std::sync::atomic::AtomicUsize;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
