@@ -300,13 +300,20 @@ fn query_parameter(p: &ParamSpec) -> Value {
         let mut inner = param_schema(p, false);
         if let Value::Object(m) = &mut inner {
             m.remove("description");
+            m.remove("examples");
         }
         o.insert(
             "content".into(),
             json!({ "application/json": { "schema": inner } }),
         );
     } else {
-        o.insert("schema".into(), param_schema(p, true));
+        // description and example live on the parameter itself
+        let mut schema = param_schema(p, true);
+        if let Value::Object(m) = &mut schema {
+            m.remove("description");
+            m.remove("examples");
+        }
+        o.insert("schema".into(), schema);
     }
     if let Some(x) = &p.example {
         let x = match (p.ty, x) {
@@ -344,15 +351,19 @@ fn error_response(description: String) -> Value {
 }
 
 /// Error statuses of a route: inputs (400, 413) for all, then whatever its stages declare.
-fn error_statuses(entry: &RouteEntry) -> BTreeMap<u16, Vec<String>> {
+fn error_statuses(entry: &RouteEntry, method: &Method) -> BTreeMap<u16, Vec<String>> {
     let mut out: BTreeMap<u16, Vec<String>> = BTreeMap::new();
     out.entry(400)
         .or_default()
         .push("missing or bad input: the message names the parameter and the rule it broke".into());
-    out.entry(413).or_default().push(format!(
-        "request body larger than {} bytes",
-        entry.spec.max_request_bytes
-    ));
+    out.entry(413).or_default().push(if reads_body(method) {
+        format!(
+            "request body larger than {} bytes",
+            entry.spec.max_request_bytes
+        )
+    } else {
+        "request too large".to_string()
+    });
     for (status, whats) in entry.chain.error_statuses() {
         let list = out.entry(status).or_default();
         for w in whats {
@@ -508,7 +519,7 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
             }),
         );
     }
-    for (status, whats) in error_statuses(entry) {
+    for (status, whats) in error_statuses(entry, method) {
         let mut d = whats.join("; ");
         if spec.is_paid() {
             d.push_str(" (not charged)");
@@ -796,13 +807,24 @@ pub fn llms_txt(app: &App) -> String {
             if s.input.is_empty() {
                 let _ = writeln!(t, "  - Parameters: none.");
             } else {
-                let where_ = if s.methods.contains(&Method::GET) {
-                    "query string (GET) or JSON body"
-                } else {
-                    "JSON body"
+                let join = |body: bool| {
+                    s.methods
+                        .iter()
+                        .filter(|m| reads_body(m) == body)
+                        .map(Method::as_str)
+                        .collect::<Vec<_>>()
+                        .join("/")
+                };
+                let (query, body) = (join(false), join(true));
+                let where_ = match (query.is_empty(), body.is_empty()) {
+                    (false, false) => {
+                        format!("in the query string ({query}) or a JSON body ({body})")
+                    }
+                    (true, false) => format!("as a JSON body ({body})"),
+                    _ => format!("in the query string ({query})"),
                 };
                 let list: Vec<String> = s.input.iter().map(param_line).collect();
-                let _ = writeln!(t, "  - Parameters ({where_}): {}", list.join("; "));
+                let _ = writeln!(t, "  - Parameters, {where_}: {}", list.join("; "));
             }
             let _ = writeln!(
                 t,
