@@ -244,6 +244,9 @@ pub struct RouteDemo {
     pub input: serde_json::Map<String, Value>,
     pub ttl: Duration,
     pub describe: String,
+    /// Where the fixed input was written (the route's path when it has none), for the startup
+    /// check that it passes the route's own input schema.
+    pub origin: Origin,
 }
 
 /// Where something was written, for errors found after loading (chain building).
@@ -916,9 +919,21 @@ fn validate_route(
         }
     }
     let demo = route.demo.as_ref().map(|d| RouteDemo {
-        input: d.input.clone(),
+        input: d
+            .input
+            .as_ref()
+            .map(|i| i.value.clone())
+            .unwrap_or_default(),
         ttl: Duration::from_secs(d.ttl_s),
         describe: d.describe.clone(),
+        origin: Origin {
+            file: path.to_path_buf(),
+            loc: d
+                .input
+                .as_ref()
+                .map(|i| i.referenced)
+                .unwrap_or(route.path.referenced),
+        },
     });
     if let Some(d) = &route.demo {
         if d.ttl_s == 0 {

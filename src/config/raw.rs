@@ -184,9 +184,9 @@ pub struct Route {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteDemo {
-    /// The fixed input the demo runs on.
+    /// The fixed input the demo runs on (validated against `input` at startup).
     #[serde(default)]
-    pub input: serde_json::Map<String, Value>,
+    pub input: Option<Spanned<serde_json::Map<String, Value>>>,
     /// How long a sample is reused.
     pub ttl_s: u64,
     /// Words describing the fixed input (the envelope's fixed_input).

@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use http::StatusCode;
 use serde_json::Value;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -20,6 +20,12 @@ use crate::config::{Config, ConfigError, Origin, RouteSpec};
 #[async_trait]
 pub trait Stage: Send + Sync {
     async fn run(&self, ex: &mut Exchange) -> Flow;
+
+    /// Whether the stage can work right now (a screenshot stage: "chromium missing"). Shown per
+    /// route on /status; cheap and side-effect free, it is called on every /status request.
+    fn readiness(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// When a stage runs.
@@ -81,6 +87,7 @@ pub struct BuildCtx<'a> {
 pub type BuildFn = fn(&BuildCtx<'_>, Value) -> Result<Arc<dyn Stage>, String>;
 
 /// One registry line: a YAML name and how to build the stage.
+#[derive(Clone, Copy)]
 pub struct StageFactory {
     pub name: &'static str,
     pub phase: Phase,
@@ -90,10 +97,11 @@ pub struct StageFactory {
     pub needs: &'static [&'static str],
     /// Artefacts this stage provides.
     pub gives: &'static [&'static str],
+    /// The error statuses this stage can answer, with a short description each: /openapi.json
+    /// documents them per operation (400 and 413 for inputs are documented for every route).
+    pub errors: &'static [(u16, &'static str)],
     /// One line for `paycall check --stages` and the docs.
     pub doc: &'static str,
-    /// Error statuses this stage can answer with, for /openapi.json.
-    pub errors: &'static [(u16, &'static str)],
     pub build: BuildFn,
 }
 
@@ -111,6 +119,7 @@ struct Link {
     name: &'static str,
     phase: Phase,
     payment: bool,
+    errors: &'static [(u16, &'static str)],
     stage: Arc<dyn Stage>,
 }
 
@@ -122,6 +131,39 @@ pub struct Chain {
 impl Chain {
     pub fn stage_names(&self) -> Vec<&'static str> {
         self.links.iter().map(|l| l.name).collect()
+    }
+
+    /// Every error status the chain's stages declare, with their descriptions, by status.
+    pub fn error_statuses(&self) -> BTreeMap<u16, Vec<&'static str>> {
+        let mut out: BTreeMap<u16, Vec<&'static str>> = BTreeMap::new();
+        for link in &self.links {
+            for (status, what) in link.errors {
+                let list = out.entry(*status).or_default();
+                if !list.contains(what) {
+                    list.push(what);
+                }
+            }
+        }
+        out
+    }
+
+    /// Ok when every stage is ready; otherwise each unready stage as "stage: reason", joined.
+    pub fn readiness(&self) -> Result<(), String> {
+        let reasons: Vec<String> = self
+            .links
+            .iter()
+            .filter_map(|l| {
+                l.stage
+                    .readiness()
+                    .err()
+                    .map(|r| format!("{}: {r}", l.name))
+            })
+            .collect();
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons.join("; "))
+        }
     }
 
     /// Walks the exchange through the chain. Always leaves `ex.reply` set.
@@ -305,6 +347,7 @@ pub fn build_chain(
                 name: factory.name,
                 phase: factory.phase,
                 payment: factory.payment,
+                errors: factory.errors,
                 stage,
             }),
             Err(e) => err(
@@ -359,5 +402,124 @@ fn merge(base: Value, over: Value) -> Value {
         }
         (b, Value::Null) => b,
         (_, o) => o,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_with_env;
+
+    const EVM: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
+    const SOL: &str = "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc";
+
+    fn route() -> Arc<RouteSpec> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/config/free/routes.yaml");
+        let env = |k: &str| match k {
+            "PAYCALL_EVM_PAY_TO" => Some(EVM.to_string()),
+            "PAYCALL_SOLANA_PAY_TO" => Some(SOL.to_string()),
+            _ => None,
+        };
+        let cfg = load_with_env(&path, &env).unwrap_or_else(|e| panic!("{e}"));
+        Arc::new(cfg.routes[0].clone())
+    }
+
+    struct Panics;
+    #[async_trait]
+    impl Stage for Panics {
+        async fn run(&self, _ex: &mut Exchange) -> Flow {
+            panic!("stage bug")
+        }
+    }
+
+    struct Unready(&'static str);
+    #[async_trait]
+    impl Stage for Unready {
+        async fn run(&self, _ex: &mut Exchange) -> Flow {
+            Flow::Continue
+        }
+        fn readiness(&self) -> Result<(), String> {
+            Err(self.0.to_string())
+        }
+    }
+
+    /// Records that the finishing phase ran and what reply it saw.
+    struct SeesReply;
+    #[async_trait]
+    impl Stage for SeesReply {
+        async fn run(&self, ex: &mut Exchange) -> Flow {
+            let status = ex.reply.as_ref().map(|r| r.status.as_u16());
+            ex.slots.put(status);
+            Flow::Continue
+        }
+    }
+
+    fn link(
+        name: &'static str,
+        phase: Phase,
+        errors: &'static [(u16, &'static str)],
+        stage: Arc<dyn Stage>,
+    ) -> Link {
+        Link {
+            name,
+            phase,
+            payment: false,
+            errors,
+            stage,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_stage_becomes_a_500_and_finishing_stages_still_run() {
+        let chain = Chain {
+            links: vec![
+                link("boom", Phase::Work, &[], Arc::new(Panics)),
+                link("finish", Phase::Finish, &[], Arc::new(SeesReply)),
+            ],
+        };
+        let mut ex = Exchange::new(route(), None, http::Method::GET);
+        chain.run(&mut ex).await;
+        let reply = ex.reply.as_ref().expect("a reply");
+        assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+        let body = reply.body_json().expect("JSON body");
+        assert_eq!(body["error"], "internal_error");
+        assert!(body["message"].as_str().unwrap().contains("not charged"));
+        assert_eq!(ex.slots.get::<Option<u16>>(), Some(&Some(500)));
+    }
+
+    #[test]
+    fn readiness_and_error_statuses_are_collected_from_the_stages() {
+        let chain = Chain {
+            links: vec![
+                link(
+                    "a",
+                    Phase::Work,
+                    &[(502, "upstream error"), (504, "timeout")],
+                    Arc::new(Unready("chromium missing")),
+                ),
+                link(
+                    "b",
+                    Phase::Work,
+                    &[(502, "upstream error"), (415, "not html")],
+                    Arc::new(Unready("no key")),
+                ),
+                link("c", Phase::Finish, &[], Arc::new(SeesReply)),
+            ],
+        };
+        assert_eq!(
+            chain.readiness().unwrap_err(),
+            "a: chromium missing; b: no key"
+        );
+        let errors = chain.error_statuses();
+        assert_eq!(
+            errors.keys().copied().collect::<Vec<_>>(),
+            vec![415, 502, 504]
+        );
+        assert_eq!(errors[&502], vec!["upstream error"]);
+        let ready = Chain {
+            links: vec![link("c", Phase::Finish, &[], Arc::new(SeesReply))],
+        };
+        assert!(ready.readiness().is_ok());
     }
 }

@@ -1,22 +1,571 @@
-//! Demo twins: GET /api/demo/<route>.
+//! Demo twins: `GET /api/demo/<name>` runs a paid route's own chain, free, on the fixed input
+//! of its `demo:` block in routes.yaml, and answers the spec 2.3 envelope around the result.
+//!
+//! - The demo run sets `ex.demo`, so the chain runner skips the payment stages: a demo is never
+//!   charged and never reaches the facilitator.
+//! - Samples are cached per route for the route's `demo.ttl_s`. A miss is stampede-safe: moka's
+//!   `get_with` lets one caller run the chain while concurrent callers for the same route wait
+//!   for its result. A failed sample (status ≥ 400) is kept only `FAILED_SAMPLE_TTL` (30 s), long
+//!   enough to shield a failing upstream from a crowd, short enough to recover quickly.
+//! - Requests are rate limited per client (routes.yaml `demo: { per_minute, burst }`) → 429 with
+//!   Retry-After. The client is the socket's IP; X-Forwarded-For is believed only when the socket
+//!   is a configured trusted proxy (see `client_key`).
 
+use governor::clock::Clock;
+use governor::{DefaultKeyedRateLimiter, Quota};
+use http::{HeaderMap, Method, StatusCode};
+use ipnet::IpNet;
+use serde_json::{json, Value};
+use std::future::Future;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use warp::filters::BoxedFilter;
 use warp::Filter;
 
-use super::App;
-use crate::config::Config;
+use super::{respond, App, RouteEntry};
+use crate::config::{Config, ConfigError, RouteSpec};
+use crate::pipeline::exchange::new_request_id;
+use crate::pipeline::{self, Exchange, Reply};
 
-pub struct DemoState {}
+/// How long a failed sample is reused (capped by the route's own TTL).
+pub const FAILED_SAMPLE_TTL: Duration = Duration::from_secs(30);
+
+/// Everything the demo twins keep between requests.
+pub struct DemoState {
+    samples: SampleCache,
+    limiter: ClientLimiter,
+    trusted_proxies: Vec<IpNet>,
+}
 
 impl DemoState {
-    pub fn new(_config: &Config) -> DemoState {
-        DemoState {}
+    pub fn new(config: &Config) -> DemoState {
+        DemoState {
+            samples: SampleCache::new(),
+            limiter: ClientLimiter::new(config.demo.per_minute, config.demo.burst),
+            trusted_proxies: config.service.trusted_proxies.clone(),
+        }
     }
 }
 
-pub fn filter(_app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
-    warp::any()
-        .and_then(|| async { Err::<warp::reply::Response, _>(warp::reject::not_found()) })
+/// The startup check: a demo input the route's own schema refuses would only ever show a 400.
+pub fn check_demo_input(spec: &RouteSpec) -> Option<ConfigError> {
+    let demo = spec.demo.as_ref()?;
+    let reply = pipeline::input::validate_object(spec, &demo.input).err()?;
+    let why = reply
+        .body_json()
+        .and_then(|v| v["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| "refused".into());
+    Some(ConfigError {
+        file: demo.origin.file.clone(),
+        line: demo.origin.loc.line().max(1),
+        column: demo.origin.loc.column().max(1),
+        message: format!(
+            "demo input of {} does not pass the route's input rules: {why}",
+            spec.path
+        ),
+        hint: "fix demo.input: the demo twin runs it exactly as a caller's input".into(),
+    })
+}
+
+/// A recorded answer of a route's chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub status: u16,
+    pub body: Value,
+    /// How long this sample is reused.
+    pub ttl: Duration,
+}
+
+/// Per-route samples with per-entry lifetimes; concurrent misses on one key run the producer
+/// once.
+pub struct SampleCache {
+    cache: moka::future::Cache<String, Arc<Sample>>,
+}
+
+struct SampleExpiry;
+
+impl moka::Expiry<String, Arc<Sample>> for SampleExpiry {
+    fn expire_after_create(
+        &self,
+        _key: &String,
+        value: &Arc<Sample>,
+        _created_at: Instant,
+    ) -> Option<Duration> {
+        Some(value.ttl)
+    }
+}
+
+impl Default for SampleCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SampleCache {
+    pub fn new() -> SampleCache {
+        SampleCache {
+            // Keys are route names (unknown names are refused before the cache).
+            cache: moka::future::Cache::builder()
+                .max_capacity(1024)
+                .expire_after(SampleExpiry)
+                .build(),
+        }
+    }
+
+    /// The cached sample for `key`, or the result of `produce` (run once however many callers
+    /// arrive during the miss). `ttl` applies to a success; a failure is kept at most
+    /// `FAILED_SAMPLE_TTL`.
+    pub async fn get_or_produce<F>(&self, key: &str, ttl: Duration, produce: F) -> Arc<Sample>
+    where
+        F: Future<Output = (u16, Value)>,
+    {
+        self.cache
+            .get_with(key.to_string(), async move {
+                let (status, body) = produce.await;
+                let ttl = if status >= 400 {
+                    ttl.min(FAILED_SAMPLE_TTL)
+                } else {
+                    ttl
+                };
+                Arc::new(Sample { status, body, ttl })
+            })
+            .await
+    }
+}
+
+/// Per-client token buckets.
+pub struct ClientLimiter {
+    limiter: DefaultKeyedRateLimiter<IpAddr>,
+    per_minute: u32,
+    burst: u32,
+    checks: AtomicU64,
+}
+
+/// Forget idle clients every this many checks, so the key map stays bounded.
+const SWEEP_EVERY: u64 = 4096;
+
+impl ClientLimiter {
+    pub fn new(per_minute: u32, burst: u32) -> ClientLimiter {
+        let pm = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
+        let b = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        ClientLimiter {
+            limiter: DefaultKeyedRateLimiter::keyed(Quota::per_minute(pm).allow_burst(b)),
+            per_minute: pm.get(),
+            burst: b.get(),
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    /// Ok, or the whole seconds to wait before the next request is allowed (at least 1).
+    pub fn check(&self, key: IpAddr) -> Result<(), u64> {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            self.limiter.retain_recent();
+            self.limiter.shrink_to_fit();
+        }
+        match self.limiter.check_key(&key) {
+            Ok(()) => Ok(()),
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(self.limiter.clock().now());
+                Err(wait.as_secs_f64().ceil().max(1.0) as u64)
+            }
+        }
+    }
+}
+
+/// The rate-limit key of a request.
+///
+/// The socket's IP, unless the socket is a trusted proxy: then X-Forwarded-For is read from the
+/// right (the hop our proxy appended) and the first address that is not itself a trusted proxy
+/// is the client. An unparsable hop stops the walk at the last address believed. IPv6 clients
+/// are keyed by their /64, since one host usually owns the whole prefix.
+pub fn client_key(socket: Option<SocketAddr>, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
+    let Some(socket) = socket else {
+        return IpAddr::from([0, 0, 0, 0]);
+    };
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|n| n.contains(ip));
+    let mut client = canonical(socket.ip());
+    if !is_trusted(&client) {
+        return key_of(client);
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect();
+    for hop in hops.iter().rev() {
+        let Some(ip) = parse_hop(hop) else {
+            break;
+        };
+        client = canonical(ip);
+        if !is_trusted(&client) {
+            break;
+        }
+    }
+    key_of(client)
+}
+
+fn parse_hop(hop: &str) -> Option<IpAddr> {
+    hop.parse::<IpAddr>()
+        .ok()
+        .or_else(|| hop.parse::<SocketAddr>().ok().map(|s| s.ip()))
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+fn key_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
+/// Routes that have a demo twin: paid, with a `demo:` block.
+pub fn demo_routes(app: &App) -> impl Iterator<Item = &RouteEntry> {
+    app.routes
+        .iter()
+        .filter(|r| r.spec.is_paid() && r.spec.demo.is_some())
+}
+
+/// "10 minutes", "1 hour", "45 seconds".
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    let (n, unit) = if s >= 3600 && s % 3600 == 0 {
+        (s / 3600, "hour")
+    } else if s >= 60 && s % 60 == 0 {
+        (s / 60, "minute")
+    } else {
+        (s, "second")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
+    warp::path!("api" / "demo" / String)
+        .and(warp::method())
+        .and(warp::header::headers_cloned())
+        .and(warp::addr::remote())
+        .then(
+            move |name: String, method: Method, headers: HeaderMap, remote| {
+                let app = app.clone();
+                async move {
+                    let id = new_request_id();
+                    let reply = handle(&app, &name, &method, &headers, remote).await;
+                    let head = method == Method::HEAD;
+                    let mut resp = respond::to_response(reply, &id);
+                    if head {
+                        *resp.body_mut() = Default::default();
+                    }
+                    resp
+                }
+            },
+        )
         .boxed()
+}
+
+async fn handle(
+    app: &App,
+    name: &str,
+    method: &Method,
+    headers: &HeaderMap,
+    remote: Option<SocketAddr>,
+) -> Reply {
+    if *method == Method::OPTIONS {
+        return respond::cors_preflight();
+    }
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return Reply::error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "demo twins answer GET only",
+        )
+        .with_header("allow", "GET, HEAD, OPTIONS");
+    }
+    let state = &app.demo;
+    let key = client_key(remote, headers, &state.trusted_proxies);
+    if let Err(wait) = state.limiter.check(key) {
+        return Reply::error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!(
+                "demo twins allow {} requests per minute per client (burst {}); retry in {wait} s, \
+                 or pay for the route itself",
+                state.limiter.per_minute, state.limiter.burst
+            ),
+        )
+        .with_header("retry-after", &wait.to_string());
+    }
+    let Some(entry) = demo_routes(app).find(|r| r.spec.name == name) else {
+        let names: Vec<&str> = demo_routes(app).map(|r| r.spec.name.as_str()).collect();
+        let mut extra = serde_json::Map::new();
+        extra.insert("demos".into(), json!(names));
+        return Reply::error_with(
+            StatusCode::NOT_FOUND,
+            "unknown_demo",
+            format!(
+                "there is no demo twin `{name}`; try one of: {}",
+                names.join(", ")
+            ),
+            extra,
+        );
+    };
+    let Some(demo) = entry.spec.demo.as_ref() else {
+        return Reply::error(StatusCode::NOT_FOUND, "unknown_demo", "no demo");
+    };
+    let sample = state
+        .samples
+        .get_or_produce(&entry.spec.name, demo.ttl, run_sample(entry))
+        .await;
+    let mut reply = Reply::json(StatusCode::OK, &envelope(app, entry, &sample));
+    let cache = if sample.status < 400 {
+        "public, max-age=60"
+    } else {
+        "no-store"
+    };
+    reply = reply.with_header("cache-control", cache);
+    reply
+}
+
+/// Runs the route's chain on its demo input, payment stages skipped.
+async fn run_sample(entry: &RouteEntry) -> (u16, Value) {
+    let spec = entry.spec.clone();
+    let method = if spec.methods.contains(&Method::GET) {
+        Method::GET
+    } else {
+        spec.methods.first().cloned().unwrap_or(Method::GET)
+    };
+    let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), method);
+    ex.demo = true;
+    if let Some(demo) = &spec.demo {
+        match pipeline::input::validate_object(&spec, &demo.input) {
+            Ok(input) => ex.input = input,
+            Err(r) => ex.input_error = Some(r),
+        }
+    }
+    super::run_exchange(entry, &mut ex).await;
+    match ex.reply.take() {
+        Some(r) => {
+            let body = r.body_json().unwrap_or_else(|| {
+                json!({
+                    "error": "not_json",
+                    "message": "the route answered a body that is not JSON",
+                })
+            });
+            (r.status.as_u16(), body)
+        }
+        None => (
+            500,
+            json!({"error": "internal_error", "message": "no reply"}),
+        ),
+    }
+}
+
+/// The spec 2.3 envelope.
+fn envelope(app: &App, entry: &RouteEntry, sample: &Sample) -> Value {
+    let spec = &entry.spec;
+    let paid_endpoint = format!(
+        "{}{}",
+        app.config.service.base_url.as_str().trim_end_matches('/'),
+        spec.path
+    );
+    let price = spec
+        .price
+        .as_ref()
+        .map(|p| format!("${}", p.usd))
+        .unwrap_or_default();
+    let (describe, ttl) = spec
+        .demo
+        .as_ref()
+        .map(|d| (d.describe.clone(), d.ttl))
+        .unwrap_or_default();
+    json!({
+        "demo": true,
+        "note": format!(
+            "Free sample of {} on a fixed input, refreshed every {}. Pay at {paid_endpoint} for \
+             your own input: {price} per call with x402 v2 (the unpaid call answers 402 with a \
+             PAYMENT-REQUIRED challenge; sign it and repeat with PAYMENT-SIGNATURE).",
+            spec.path,
+            human_duration(ttl)
+        ),
+        "paid_endpoint": paid_endpoint,
+        "price": price,
+        "fixed_input": describe,
+        "sample_status": sample.status,
+        "sample": sample.body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+    use std::sync::atomic::AtomicUsize;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_misses_run_the_producer_once() {
+        let cache = Arc::new(SampleCache::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            let cache = cache.clone();
+            let runs = runs.clone();
+            tasks.push(tokio::spawn(async move {
+                cache
+                    .get_or_produce("http", Duration::from_secs(60), async move {
+                        let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        (200, json!({ "run": n }))
+                    })
+                    .await
+            }));
+        }
+        for t in tasks {
+            let sample = t.await.unwrap();
+            assert_eq!(sample.body, json!({"run": 1}));
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        // another key is another sample
+        let other = cache
+            .get_or_produce("fetch", Duration::from_secs(60), async { (200, json!(2)) })
+            .await;
+        assert_eq!(other.body, json!(2));
+    }
+
+    #[tokio::test]
+    async fn samples_expire_after_their_ttl_and_failures_sooner() {
+        let cache = SampleCache::new();
+        let runs = AtomicUsize::new(0);
+        let produce = |status| {
+            let n = runs.fetch_add(1, Ordering::SeqCst);
+            async move { (status, json!(n)) }
+        };
+        let a = cache
+            .get_or_produce("ok", Duration::from_millis(300), produce(200))
+            .await;
+        let b = cache
+            .get_or_produce("ok", Duration::from_millis(300), produce(200))
+            .await;
+        assert_eq!(a.body, b.body, "reused within the TTL");
+        let bounded = Duration::from_secs(3600);
+        let failed = cache.get_or_produce("bad", bounded, produce(502)).await;
+        assert_eq!(failed.ttl, FAILED_SAMPLE_TTL, "a failure is kept briefly");
+        let fine = cache.get_or_produce("good", bounded, produce(200)).await;
+        assert_eq!(fine.ttl, bounded);
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        let c = cache
+            .get_or_produce("ok", Duration::from_millis(300), produce(200))
+            .await;
+        assert_ne!(a.body, c.body, "produced again after the TTL");
+    }
+
+    #[test]
+    fn limiter_allows_the_burst_then_asks_to_wait() {
+        let l = ClientLimiter::new(6, 3);
+        let a: IpAddr = "198.51.100.7".parse().unwrap();
+        let b: IpAddr = "198.51.100.8".parse().unwrap();
+        for _ in 0..3 {
+            assert!(l.check(a).is_ok());
+        }
+        let wait = l.check(a).unwrap_err();
+        assert!((1..=10).contains(&wait), "one token per 10 s: {wait}");
+        assert!(l.check(b).is_ok(), "clients have their own buckets");
+    }
+
+    fn xff(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    fn sock(ip: &str) -> Option<SocketAddr> {
+        Some(SocketAddr::new(ip.parse().unwrap(), 40000))
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let none: Vec<IpNet> = vec![];
+        let proxies: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // untrusted socket: header ignored
+        assert_eq!(
+            client_key(sock("203.0.113.5"), &xff("1.2.3.4"), &none),
+            ip("203.0.113.5")
+        );
+        assert_eq!(
+            client_key(sock("203.0.113.5"), &xff("1.2.3.4"), &proxies),
+            ip("203.0.113.5")
+        );
+        // trusted socket: right-most untrusted hop
+        assert_eq!(
+            client_key(
+                sock("10.0.0.2"),
+                &xff("6.6.6.6, 1.2.3.4, 10.0.0.9"),
+                &proxies
+            ),
+            ip("1.2.3.4")
+        );
+        // several header lines are one list
+        let mut h = xff("6.6.6.6");
+        h.append("x-forwarded-for", HeaderValue::from_static("1.2.3.4"));
+        assert_eq!(client_key(sock("10.0.0.2"), &h, &proxies), ip("1.2.3.4"));
+        // trusted socket without header: the proxy itself
+        assert_eq!(
+            client_key(sock("10.0.0.2"), &HeaderMap::new(), &proxies),
+            ip("10.0.0.2")
+        );
+        // garbage stops the walk at the last believed address
+        assert_eq!(
+            client_key(
+                sock("10.0.0.2"),
+                &xff("1.2.3.4, nonsense, 10.0.0.7"),
+                &proxies
+            ),
+            ip("10.0.0.7")
+        );
+        // every hop trusted: the left-most
+        assert_eq!(
+            client_key(sock("10.0.0.2"), &xff("10.1.1.1, 10.0.0.7"), &proxies),
+            ip("10.1.1.1")
+        );
+        // ports and IPv4-mapped forms
+        assert_eq!(
+            client_key(sock("10.0.0.2"), &xff("1.2.3.4:5555"), &proxies),
+            ip("1.2.3.4")
+        );
+        assert_eq!(
+            client_key(sock("::ffff:203.0.113.5"), &HeaderMap::new(), &none),
+            ip("203.0.113.5")
+        );
+        // IPv6 keyed by /64
+        assert_eq!(
+            client_key(sock("2001:db8:1:2:aaaa::1"), &HeaderMap::new(), &none),
+            ip("2001:db8:1:2::")
+        );
+        assert_eq!(client_key(None, &HeaderMap::new(), &none), ip("0.0.0.0"));
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::from_secs(600)), "10 minutes");
+        assert_eq!(human_duration(Duration::from_secs(3600)), "1 hour");
+        assert_eq!(human_duration(Duration::from_secs(86400)), "24 hours");
+        assert_eq!(human_duration(Duration::from_secs(90)), "90 seconds");
+        assert_eq!(human_duration(Duration::from_secs(1)), "1 second");
+    }
 }

@@ -20,7 +20,7 @@ use warp::filters::BoxedFilter;
 use warp::Filter;
 
 use crate::config::{Config, ConfigError, ConfigErrors, RouteSpec};
-use crate::pipeline::{self, BuildCtx, Chain, Exchange, Reply, Services};
+use crate::pipeline::{self, BuildCtx, Chain, Exchange, Reply, Services, StageFactory};
 use crate::stages::REGISTRY;
 
 pub use respond::to_response;
@@ -49,6 +49,15 @@ impl App {
 
 /// Builds every route's chain; all problems are reported together, located.
 pub fn build_app(config: Config, services: Services) -> Result<App, ConfigErrors> {
+    build_app_with(config, services, REGISTRY)
+}
+
+/// As `build_app`, with another stage registry (tests add stages of their own to it).
+pub fn build_app_with(
+    config: Config,
+    services: Services,
+    registry: &[StageFactory],
+) -> Result<App, ConfigErrors> {
     let config = Arc::new(config);
     let mut errors: Vec<ConfigError> = Vec::new();
     let mut routes = Vec::new();
@@ -59,7 +68,10 @@ pub fn build_app(config: Config, services: Services) -> Result<App, ConfigErrors
             route: &spec,
             services: &services,
         };
-        match pipeline::build_chain(REGISTRY, &ctx) {
+        if let Some(e) = demo::check_demo_input(&spec) {
+            errors.push(e);
+        }
+        match pipeline::build_chain(registry, &ctx) {
             Ok(chain) => {
                 let priced = pipeline::priced_block(&spec, &config.payment.accepts).map(Arc::new);
                 routes.push(RouteEntry {

@@ -16,8 +16,8 @@ pub const FACTORY: StageFactory = StageFactory {
     payment: false,
     needs: &[],
     gives: &["bill"],
-    doc: "decide whether the finished reply is charged (route's billing rule)",
     errors: &[],
+    doc: "decide whether the finished reply is charged (route's billing rule)",
     build,
 };
 

@@ -7,6 +7,7 @@ pub mod http_record;
 pub mod markdown;
 pub mod payment_gate;
 pub mod settle;
+pub mod static_reply;
 pub mod url_guard;
 
 use crate::pipeline::StageFactory;
@@ -18,6 +19,7 @@ pub static REGISTRY: &[StageFactory] = &[
     fetch::FACTORY,
     http_record::FACTORY,
     markdown::FACTORY,
+    static_reply::FACTORY,
     bill::FACTORY,
     settle::FACTORY,
 ];

@@ -1,0 +1,132 @@
+//! The built binary's `check` and `routes` commands on fixture configs: located errors with a
+//! fix hint and exit 1, exit 0 on a valid config, the catalogue printed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const EVM: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
+const SOL: &str = "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/config")
+        .join(name)
+        .join("routes.yaml")
+}
+
+/// Runs paycall with a clean environment: only the payTo variables (when `pay_to`) are set.
+fn paycall(args: &[&str], config: &Path, pay_to: bool) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_paycall"));
+    cmd.env_clear().arg("--config").arg(config).args(args);
+    if pay_to {
+        cmd.env("PAYCALL_EVM_PAY_TO", EVM)
+            .env("PAYCALL_SOLANA_PAY_TO", SOL);
+    }
+    cmd.output().expect("run the paycall binary")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Finds `<file>:<line>:<col>:` in stderr and returns (line, col).
+fn location(stderr: &str, file: &str) -> (usize, usize) {
+    let at = stderr
+        .find(&format!("{file}:"))
+        .unwrap_or_else(|| panic!("no {file}:<line>:<col> in:\n{stderr}"));
+    let rest = &stderr[at + file.len() + 1..];
+    let mut parts = rest.splitn(3, ':');
+    let line = parts.next().unwrap().parse().expect("line number");
+    let col = parts.next().unwrap().parse().expect("column number");
+    (line, col)
+}
+
+#[test]
+fn check_on_a_broken_config_exits_1_with_the_location_and_a_fix() {
+    let path = fixture("broken");
+    let out = paycall(&["check"], &path, true);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (line, col) = location(&stderr, "routes.yaml");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let text_at = src.lines().nth(line - 1).unwrap();
+    assert!(
+        text_at.contains("pipeline: pingg"),
+        "line {line} is `{text_at}`"
+    );
+    assert!(col >= 5, "column {col}");
+    assert!(stderr.contains("unknown pipeline `pingg`"), "{stderr}");
+    assert!(
+        stderr.contains("fix: ") && stderr.contains("ping"),
+        "a hint naming the known pipelines: {stderr}"
+    );
+    assert!(stderr.contains("1 problem(s)"), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout: {}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn check_on_an_unbuildable_chain_points_at_the_pipeline_file() {
+    let path = fixture("bad-stage");
+    let out = paycall(&["check"], &path, true);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (line, _) = location(&stderr, "ping.yaml");
+    let src = std::fs::read_to_string(path.parent().unwrap().join("pipelines/ping.yaml")).unwrap();
+    assert!(
+        src.lines().nth(line - 1).unwrap().contains("statuss"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fix: "), "{stderr}");
+}
+
+#[test]
+fn check_without_pay_to_names_the_variable_to_set() {
+    let out = paycall(&["check"], &fixture("free"), false);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("PAYCALL_EVM_PAY_TO") && stderr.contains("PAYCALL_SOLANA_PAY_TO"),
+        "{stderr}"
+    );
+    location(&stderr, "routes.yaml");
+}
+
+#[test]
+fn check_on_a_valid_config_exits_0() {
+    let out = paycall(&["check", "--stages"], &fixture("free"), true);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("ok: 2 routes, 1 pipelines, 2 payment options"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("static_reply")),
+        "stage list: {stdout}"
+    );
+}
+
+#[test]
+fn routes_prints_the_catalogue() {
+    let out = paycall(&["routes"], &fixture("free"), true);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut lines = stdout.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.contains("PATH") && header.contains("PIPELINE"),
+        "{header}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["/api/ping", "GET", "free", "-", "ping"],
+            vec!["/api/echo", "POST", "free", "-", "ping"],
+        ]
+    );
+}

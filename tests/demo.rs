@@ -1,0 +1,255 @@
+//! Demo twins through the real server: the 2.3 envelope, one chain run for a crowd of
+//! concurrent requests, sample reuse, failed samples, unknown names, the per-client rate limit
+//! and who counts as the client (X-Forwarded-For only from trusted proxies), and that a demo
+//! never reaches the facilitator.
+
+#[path = "support/server.rs"]
+mod server_support;
+
+use serde_json::{json, Value};
+use server_support::*;
+use std::sync::atomic::Ordering;
+
+const ROUTES: &str = r#"routes:
+  - path: /api/echo
+    methods: [GET, POST]
+    price_usd: "0.01"
+    summary: Echo
+    pipeline: paid_static
+    input:
+      - name: url
+        type: string
+        required: true
+        format: uri
+        description: A URL
+      - name: n
+        type: integer
+        default: 3
+        description: How many
+    demo:
+      input: { url: "https://example.com/" }
+      ttl_s: 600
+      describe: https://example.com/ with n = 3
+  - path: /api/counted
+    methods: [GET]
+    price_usd: "0.005"
+    summary: Counts its runs
+    pipeline: counted
+    demo:
+      ttl_s: 600
+      describe: no input
+  - path: /api/broken
+    methods: [GET]
+    price_usd: "0.02"
+    summary: Upstream down
+    pipeline: broken
+    demo:
+      ttl_s: 3600
+      describe: no input
+  - path: /api/nodemo
+    methods: [GET]
+    price_usd: "0.01"
+    summary: No demo block
+    pipeline: paid_static
+  - path: /api/ping
+    methods: [GET]
+    summary: Free
+    pipeline: ping
+"#;
+
+const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
+const COUNTED: &str = "name: counted\nstages:\n  - stage: payment_gate\n  - stage: count\n    with: { counter: COUNTER, delay_ms: 300 }\n  - stage: bill\n  - stage: settle\n";
+const BROKEN: &str = "name: broken\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { status: 502, body: { error: upstream_error, message: the upstream failed } }\n  - stage: bill\n  - stage: settle\n";
+const PING: &str = "name: ping\nstages:\n  - stage: static_reply\n";
+
+async fn start_demo(
+    counter: &str,
+    facilitator: &str,
+    per_minute: u32,
+    burst: u32,
+    trusted: &[&str],
+) -> (ConfigDir, TestServer) {
+    let yaml = format!(
+        "{}{}",
+        service_yaml(facilitator, per_minute, burst, trusted),
+        ROUTES
+    );
+    let counted = COUNTED.replace("COUNTER", counter);
+    serve_yaml(
+        &yaml,
+        &[
+            ("paid_static", PAID_STATIC),
+            ("counted", &counted),
+            ("broken", BROKEN),
+            ("ping", PING),
+        ],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn envelope_wraps_the_routes_own_answer() {
+    let fac = fake_facilitator().await;
+    let (_d, server) = start_demo("envelope", &fac.url, 100, 100, &[]).await;
+    let (status, h, v) = get_json(&server.url("/api/demo/echo")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["demo"], true);
+    assert_eq!(v["paid_endpoint"], "https://api.paycall.test/api/echo");
+    assert_eq!(v["price"], "$0.01");
+    assert_eq!(v["fixed_input"], "https://example.com/ with n = 3");
+    assert_eq!(v["sample_status"], 200);
+    let note = v["note"].as_str().unwrap();
+    assert!(
+        note.contains("https://api.paycall.test/api/echo") && note.contains("own input"),
+        "{note}"
+    );
+    assert!(note.contains("10 minutes"), "{note}");
+    let sample = &v["sample"];
+    assert_eq!(sample["echoed"], true, "the route's chain ran");
+    assert_eq!(sample["source"], "echo");
+    assert_eq!(sample["priced"]["amountUsd"], "0.01");
+    assert_eq!(sample["priced"]["amountAtomic"], "10000");
+    assert_eq!(sample["priced"]["payTo"], EVM_PAY_TO);
+    assert!(sample["asOf"].is_string());
+    assert_eq!(h["cache-control"], "public, max-age=60");
+    assert_eq!(h["access-control-allow-origin"], "*");
+    // never charged, never at the facilitator: the stand-in payment stages would have
+    // answered 500 had they run, and the facilitator saw nothing
+    assert_eq!(fac.hits.load(Ordering::SeqCst), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn samples_are_reused_within_their_ttl() {
+    let (_d, server) = start_demo("reuse", NO_FACILITATOR, 100, 100, &[]).await;
+    let (_, _, a) = get_json(&server.url("/api/demo/echo")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (_, _, b) = get_json(&server.url("/api/demo/echo")).await;
+    assert_eq!(a["sample"]["asOf"], b["sample"]["asOf"], "same sample");
+    let (_, _, c) = get_json(&server.url("/api/demo/counted")).await;
+    let (_, _, d) = get_json(&server.url("/api/demo/counted")).await;
+    assert_eq!(c["sample"]["run"], 1);
+    assert_eq!(d["sample"]["run"], 1);
+    assert_eq!(runs("reuse"), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crowd_on_a_cold_demo_runs_the_chain_once() {
+    let (_d, server) = start_demo("crowd", NO_FACILITATOR, 100, 100, &[]).await;
+    let url = server.url("/api/demo/counted");
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move { get_json(&url).await }));
+    }
+    for t in tasks {
+        let (status, _, v) = t.await.unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(v["sample"]["run"], 1, "{v}");
+    }
+    assert_eq!(runs("crowd"), 1, "20 concurrent misses, one upstream run");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_sample_reports_its_status_and_is_not_cached_publicly() {
+    let (_d, server) = start_demo("failed", NO_FACILITATOR, 100, 100, &[]).await;
+    let (status, h, v) = get_json(&server.url("/api/demo/broken")).await;
+    assert_eq!(status, 200, "the demo itself worked");
+    assert_eq!(v["sample_status"], 502);
+    assert_eq!(
+        v["sample"],
+        json!({"error": "upstream_error", "message": "the upstream failed"})
+    );
+    assert_eq!(h["cache-control"], "no-store");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_names_are_404_with_the_list_of_demos() {
+    let (_d, server) = start_demo("unknown", NO_FACILITATOR, 100, 100, &[]).await;
+    for name in ["nothing", "nodemo", "ping"] {
+        let (status, _, v) = get_json(&server.url(&format!("/api/demo/{name}"))).await;
+        assert_eq!(status, 404, "{name}");
+        assert_eq!(v["error"], "unknown_demo");
+        assert_eq!(v["demos"], json!(["echo", "counted", "broken"]));
+    }
+    let resp = client()
+        .post(server.url("/api/demo/echo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 405);
+    assert_eq!(resp.headers()["allow"], "GET, HEAD, OPTIONS");
+    server.shutdown().await;
+}
+
+async fn demo_status(
+    server: &TestServer,
+    forwarded_for: Option<&str>,
+) -> (u16, Option<String>, Value) {
+    let mut req = client().get(server.url("/api/demo/echo"));
+    if let Some(x) = forwarded_for {
+        req = req.header("x-forwarded-for", x);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, retry, json_of(resp).await)
+}
+
+#[tokio::test]
+async fn the_burst_is_followed_by_429_with_retry_after() {
+    let (_d, server) = start_demo("burst", NO_FACILITATOR, 1, 3, &[]).await;
+    for i in 0..3 {
+        let (status, _, _) = demo_status(&server, None).await;
+        assert_eq!(status, 200, "request {i} is within the burst");
+    }
+    let (status, retry, v) = demo_status(&server, None).await;
+    assert_eq!(status, 429);
+    assert_eq!(v["error"], "rate_limited");
+    assert!(v["message"]
+        .as_str()
+        .unwrap()
+        .contains("1 requests per minute"));
+    let secs: u64 = retry.expect("Retry-After").parse().unwrap();
+    assert!((1..=60).contains(&secs), "one request per minute: {secs}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn forwarded_for_from_an_untrusted_socket_is_ignored() {
+    let (_d, server) = start_demo("untrusted", NO_FACILITATOR, 1, 2, &[]).await;
+    let mut statuses = Vec::new();
+    for i in 0..3 {
+        let (status, _, _) = demo_status(&server, Some(&format!("198.51.100.{i}"))).await;
+        statuses.push(status);
+    }
+    assert_eq!(
+        statuses,
+        vec![200, 200, 429],
+        "one client whatever the header says"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn forwarded_for_from_a_trusted_proxy_names_the_client() {
+    let (_d, server) = start_demo("trusted", NO_FACILITATOR, 1, 2, &["127.0.0.1/32"]).await;
+    for i in 0..4 {
+        let (status, _, _) = demo_status(&server, Some(&format!("198.51.100.{i}"))).await;
+        assert_eq!(status, 200, "client {i} has its own bucket");
+    }
+    // one client behind the proxy still runs out; spoofed hops to its left do not help
+    let mut statuses = Vec::new();
+    for i in 0..3 {
+        let (status, _, _) = demo_status(&server, Some(&format!("10.9.9.{i}, 203.0.113.7"))).await;
+        statuses.push(status);
+    }
+    assert_eq!(statuses, vec![200, 200, 429]);
+    server.shutdown().await;
+}
