@@ -7,7 +7,8 @@
 //! - `GET /llms.txt`: the llmstxt.org summary for agents, with a curl line per paid route;
 //! - `GET /status`: uptime, route readiness (each stage's `readiness()`) and whether the
 //!   facilitator answers `GET /supported` (3 s timeout, result cached 30 s so /status cannot be
-//!   used to hammer the facilitator).
+//!   used to hammer the facilitator). `ok` is true when the facilitator answers and every route
+//!   is ready; the HTTP status is 200 either way (it is a report, not a load-balancer probe).
 //!
 //! The three documents are built once when the filter is built; /status is computed per call.
 //! Every answer goes through `respond::to_response` (CORS) with `Cache-Control: public,
