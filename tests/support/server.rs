@@ -298,7 +298,7 @@ pub fn registry() -> Vec<StageFactory> {
 
 /// build_app with the test registry and the server's own services.
 pub fn build(config: Config) -> Result<App, ConfigErrors> {
-    let services = server::services::build(&config);
+    let services = server::services::build(&config).expect("services build");
     server::build_app_with(config, services, &registry())
 }
 
