@@ -521,6 +521,10 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
         );
     }
     for (status, whats) in error_statuses(entry, method) {
+        if status == 402 && spec.is_paid() {
+            // Documented above with its header; the stages' 402s are the same challenge.
+            continue;
+        }
         let mut d = whats.join("; ");
         if spec.is_paid() {
             d.push_str(" (not charged)");

@@ -390,16 +390,23 @@ pub async fn get_json(url: &str) -> (u16, reqwest::header::HeaderMap, Value) {
 pub struct FakeFacilitator {
     pub url: String,
     pub hits: Arc<AtomicUsize>,
+    /// Requests to anything but GET /supported (verify, settle, …).
+    pub payment_hits: Arc<AtomicUsize>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 pub async fn fake_facilitator() -> FakeFacilitator {
     use warp::Filter;
     let hits = Arc::new(AtomicUsize::new(0));
+    let payment_hits = Arc::new(AtomicUsize::new(0));
     let h = hits.clone();
-    let routes = warp::any()
-        .map(move || {
+    let ph = payment_hits.clone();
+    let routes = warp::path::full()
+        .map(move |p: warp::path::FullPath| {
             h.fetch_add(1, Ordering::SeqCst);
+            if p.as_str() != "/supported" {
+                ph.fetch_add(1, Ordering::SeqCst);
+            }
         })
         .untuple_one()
         .and(warp::path("supported"))
@@ -430,6 +437,7 @@ pub async fn fake_facilitator() -> FakeFacilitator {
     FakeFacilitator {
         url: format!("http://{addr}/"),
         hits,
+        payment_hits,
         _stop: tx,
     }
 }
