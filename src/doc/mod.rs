@@ -1,2 +1,13 @@
-//! doc
+//! Documents → clean markdown: main-content extraction for /api/fetch, pass-through of
+//! text-like bodies, and the benchmark metric used to measure extraction quality.
+
+mod dom;
+mod extract;
+pub mod guard;
 pub mod markdown;
+mod meta;
+mod render;
+pub mod score;
+mod text;
+
+pub use markdown::{html_to_markdown, markdown_to_text, passthrough, MarkdownDoc};

@@ -1,0 +1,689 @@
+//! Main-content detection: which parts of a page are the article.
+//!
+//! The shape follows Readability (paragraph scores propagated to ancestors, link-density
+//! penalty, sibling merging, conditional cleaning), run in passes from strict to lenient: a pass
+//! whose result is too short is retried with fewer exclusions, and when nothing convincing is
+//! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
+//! elements) removed — a page always yields its readable text.
+
+use super::dom::{Dom, Ix, Kind};
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// The chosen content: subtrees to render, in order, and nodes to leave out.
+#[derive(Debug)]
+pub struct Selection {
+    pub roots: Vec<Ix>,
+    pub skip: Vec<bool>,
+}
+
+/// A pass shorter than this (text characters) is retried with fewer exclusions.
+const MIN_ARTICLE_LEN: u32 = 500;
+
+/// Subtree statistics over the nodes still in play.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stat {
+    len: u32,
+    link: u32,
+    commas: u32,
+    p: u32,
+    img: u32,
+    li: u32,
+    input: u32,
+    embed: u32,
+    heading: u32,
+    list: u32,
+}
+
+impl Stat {
+    fn add(&mut self, o: &Stat) {
+        self.len += o.len;
+        self.link += o.link;
+        self.commas += o.commas;
+        self.p += o.p;
+        self.img += o.img;
+        self.li += o.li;
+        self.input += o.input;
+        self.embed += o.embed;
+        self.heading += o.heading;
+        self.list += o.list;
+    }
+
+    fn sub(&mut self, o: &Stat) {
+        self.len = self.len.saturating_sub(o.len);
+        self.link = self.link.saturating_sub(o.link);
+        self.commas = self.commas.saturating_sub(o.commas);
+        self.p = self.p.saturating_sub(o.p);
+        self.img = self.img.saturating_sub(o.img);
+        self.li = self.li.saturating_sub(o.li);
+        self.input = self.input.saturating_sub(o.input);
+        self.embed = self.embed.saturating_sub(o.embed);
+        self.heading = self.heading.saturating_sub(o.heading);
+        self.list = self.list.saturating_sub(o.list);
+    }
+
+    fn link_density(&self) -> f64 {
+        if self.len == 0 {
+            0.0
+        } else {
+            self.link as f64 / self.len as f64
+        }
+    }
+}
+
+struct Regexes {
+    unlikely: Regex,
+    maybe: Regex,
+    positive: Regex,
+    negative: Regex,
+    share: Regex,
+}
+
+fn regexes() -> &'static Regexes {
+    static R: OnceLock<Regexes> = OnceLock::new();
+    R.get_or_init(|| {
+        let re = |s: &str| Regex::new(&format!("(?i){s}")).expect("static regex");
+        Regexes {
+            unlikely: re(
+                r"-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote",
+            ),
+            maybe: re(r"and|article|body|column|content|main|mathjax|shadow"),
+            positive: re(
+                r"article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
+            ),
+            negative: re(
+                r"-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget",
+            ),
+            share: re(r"(\b|_)(share|sharedaddy)(\b|_)"),
+        }
+    })
+}
+
+/// Elements that are never article text.
+fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
+    let Some(el) = dom.elem(ix) else {
+        return false;
+    };
+    let tag = el.tag.as_str();
+    if matches!(
+        tag,
+        "script"
+            | "style"
+            | "noscript"
+            | "template"
+            | "svg"
+            | "math"
+            | "canvas"
+            | "iframe"
+            | "object"
+            | "embed"
+            | "audio"
+            | "video"
+            | "map"
+            | "button"
+            | "input"
+            | "select"
+            | "textarea"
+            | "option"
+            | "datalist"
+            | "dialog"
+            | "head"
+            | "title"
+            | "meta"
+            | "link"
+            | "base"
+            | "nav"
+            | "aside"
+            | "footer"
+    ) {
+        return true;
+    }
+    if el.attr("hidden").is_some() || el.attr("aria-hidden") == Some("true") {
+        return true;
+    }
+    if let Some(style) = el.attr("style") {
+        let s: String = style
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if s.contains("display:none") || s.contains("visibility:hidden") {
+            return true;
+        }
+    }
+    matches!(
+        el.attr("role"),
+        Some(
+            "navigation"
+                | "menu"
+                | "menubar"
+                | "complementary"
+                | "alert"
+                | "alertdialog"
+                | "dialog"
+        )
+    )
+}
+
+fn class_id(dom: &Dom, ix: Ix) -> String {
+    let class = dom.attr(ix, "class").unwrap_or("");
+    let id = dom.attr(ix, "id").unwrap_or("");
+    format!("{class} {id}")
+}
+
+fn class_weight(dom: &Dom, ix: Ix) -> f64 {
+    let r = regexes();
+    let mut w = 0.0;
+    for v in [dom.attr(ix, "class"), dom.attr(ix, "id")]
+        .into_iter()
+        .flatten()
+    {
+        if r.negative.is_match(v) {
+            w -= 25.0;
+        }
+        if r.positive.is_match(v) {
+            w += 25.0;
+        }
+    }
+    w
+}
+
+/// Collapsed length, commas of one text node.
+fn text_stat(t: &str) -> (u32, u32) {
+    let mut len = 0u32;
+    let mut space = false;
+    let mut commas = 0u32;
+    for c in t.chars() {
+        if c.is_whitespace() {
+            space = true;
+        } else {
+            if space && len > 0 {
+                len += 1;
+            }
+            space = false;
+            len += 1;
+            if matches!(c, ',' | '，' | '、' | '،' | '﹐' | '︐' | '﹑' | '⸴' | '⸲') {
+                commas += 1;
+            }
+        }
+    }
+    // A leading or trailing space separates this node from its neighbours.
+    if t.starts_with(char::is_whitespace) || t.ends_with(char::is_whitespace) {
+        len += 1;
+    }
+    (len, commas)
+}
+
+struct Pass<'a> {
+    dom: &'a Dom,
+    gone: Vec<bool>,
+    stat: Vec<Stat>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(dom: &'a Dom, strict: bool) -> Pass<'a> {
+        let n = dom.nodes.len();
+        let r = regexes();
+        let mut gone = vec![false; n];
+        // Pre-order: parents before children, so inheritance is one step.
+        for ix in 0..n {
+            if let Some(p) = dom.nodes[ix].parent {
+                if gone[p] {
+                    gone[ix] = true;
+                    continue;
+                }
+            }
+            if is_hard_boilerplate(dom, ix) {
+                gone[ix] = true;
+                continue;
+            }
+            if strict {
+                let tag = dom.tag(ix);
+                if tag.is_empty() || matches!(tag, "body" | "html" | "a" | "article" | "main") {
+                    continue;
+                }
+                let ci = class_id(dom, ix);
+                if ci.len() > 1
+                    && r.unlikely.is_match(&ci)
+                    && !r.maybe.is_match(&ci)
+                    && !dom
+                        .ancestors(ix)
+                        .any(|a| matches!(dom.tag(a), "table" | "code" | "pre"))
+                {
+                    gone[ix] = true;
+                }
+            }
+        }
+        let mut pass = Pass {
+            dom,
+            gone,
+            stat: vec![Stat::default(); n],
+        };
+        pass.compute_stats();
+        pass
+    }
+
+    fn compute_stats(&mut self) {
+        let dom = self.dom;
+        for ix in (0..dom.nodes.len()).rev() {
+            if self.gone[ix] {
+                continue;
+            }
+            let mut s = Stat::default();
+            match &dom.nodes[ix].kind {
+                Kind::Text(t) => {
+                    let (len, commas) = text_stat(t);
+                    s.len = len;
+                    s.commas = commas;
+                }
+                Kind::Element(_) | Kind::Document => {
+                    for &c in &dom.nodes[ix].children {
+                        if !self.gone[c] {
+                            s.add(&self.stat[c]);
+                        }
+                    }
+                    match dom.tag(ix) {
+                        "a" => s.link = s.len,
+                        "p" => s.p += 1,
+                        "img" => s.img += 1,
+                        "li" => s.li += 1,
+                        "input" => s.input += 1,
+                        "object" | "embed" | "iframe" => s.embed += 1,
+                        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => s.heading = s.len,
+                        "ul" | "ol" => s.list = s.len,
+                        _ => {}
+                    }
+                }
+            }
+            self.stat[ix] = s;
+        }
+    }
+
+    fn remove(&mut self, ix: Ix) {
+        if self.gone[ix] {
+            return;
+        }
+        let s = self.stat[ix];
+        let end = self.dom.nodes[ix].end;
+        for g in &mut self.gone[ix..end] {
+            *g = true;
+        }
+        let ancestors: Vec<Ix> = self.dom.ancestors(ix).collect();
+        for a in ancestors {
+            self.stat[a].sub(&s);
+        }
+    }
+
+    fn has_block_child(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        (ix + 1..dom.nodes[ix].end).any(|d| {
+            !self.gone[d]
+                && matches!(
+                    dom.tag(d),
+                    "a" | "blockquote" | "dl" | "div" | "img" | "ol" | "p" | "pre" | "table" | "ul"
+                )
+        })
+    }
+
+    /// Readability's candidate scoring. Returns per-node scores (NaN = not a candidate).
+    fn score(&self) -> Vec<f64> {
+        let dom = self.dom;
+        let n = dom.nodes.len();
+        let mut score = vec![f64::NAN; n];
+        for ix in 0..n {
+            if self.gone[ix] {
+                continue;
+            }
+            let tag = dom.tag(ix);
+            let scorable = match tag {
+                "p" | "td" | "pre" | "section" | "h2" | "h3" | "h4" | "h5" | "h6" => true,
+                "div" => !self.has_block_child(ix),
+                _ => false,
+            };
+            if !scorable {
+                continue;
+            }
+            let st = self.stat[ix];
+            if st.len < 25 {
+                continue;
+            }
+            let base = 1.0 + st.commas as f64 + (st.len as f64 / 100.0).floor().min(3.0);
+            for (level, a) in dom.ancestors(ix).take(5).enumerate() {
+                if dom.elem(a).is_none() {
+                    break;
+                }
+                if score[a].is_nan() {
+                    score[a] = self.init_score(a);
+                }
+                let divider = match level {
+                    0 => 1.0,
+                    1 => 2.0,
+                    l => l as f64 * 3.0,
+                };
+                score[a] += base / divider;
+            }
+        }
+        for ix in 0..n {
+            if !score[ix].is_nan() {
+                score[ix] *= 1.0 - self.stat[ix].link_density();
+            }
+        }
+        score
+    }
+
+    fn init_score(&self, ix: Ix) -> f64 {
+        let base = match self.dom.tag(ix) {
+            "div" => 5.0,
+            "pre" | "td" | "blockquote" => 3.0,
+            "address" | "ol" | "ul" | "dl" | "dd" | "dt" | "li" | "form" => -3.0,
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "th" => -5.0,
+            _ => 0.0,
+        };
+        base + class_weight(self.dom, ix)
+    }
+
+    /// Top candidate and the siblings that belong with it.
+    fn choose(&self, body: Ix) -> Option<(Vec<Ix>, Vec<f64>)> {
+        let dom = self.dom;
+        let score = self.score();
+        let mut cands: Vec<Ix> = (0..dom.nodes.len())
+            .filter(|&i| !score[i].is_nan())
+            .collect();
+        cands.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
+        let &first = cands.first()?;
+        let mut top = first;
+        if top == body {
+            return None;
+        }
+        // Several strong candidates under one ancestor: the ancestor is the article.
+        let alts: Vec<Ix> = cands[1..]
+            .iter()
+            .take(4)
+            .copied()
+            .filter(|&c| score[c] / score[top] >= 0.75)
+            .collect();
+        if alts.len() >= 3 {
+            let mut p = dom.nodes[top].parent;
+            while let Some(a) = p {
+                if a == body || dom.elem(a).is_none() {
+                    break;
+                }
+                if alts.iter().filter(|&&c| dom.contains(a, c)).count() >= 3 {
+                    top = a;
+                    break;
+                }
+                p = dom.nodes[a].parent;
+            }
+        }
+        if score[top].is_nan() {
+            // Readability initialises the new top; a fresh score from its tag will do.
+            let s = self.init_score(top);
+            return self.with_siblings(top, body, s, &score);
+        }
+        // Climb while the parent scores higher (the content spans several children).
+        let mut last = score[top];
+        let threshold = last / 3.0;
+        let mut p = dom.nodes[top].parent;
+        while let Some(a) = p {
+            if a == body || dom.elem(a).is_none() {
+                break;
+            }
+            if score[a].is_nan() {
+                p = dom.nodes[a].parent;
+                continue;
+            }
+            if score[a] < threshold {
+                break;
+            }
+            if score[a] > last {
+                top = a;
+                break;
+            }
+            last = score[a];
+            p = dom.nodes[a].parent;
+        }
+        // A lone child: its parent is the same content with fewer gaps.
+        while let Some(a) = dom.nodes[top].parent {
+            if a == body || dom.elem(a).is_none() {
+                break;
+            }
+            let kids = dom.nodes[a]
+                .children
+                .iter()
+                .filter(|&&c| !self.gone[c] && dom.elem(c).is_some())
+                .count();
+            if kids != 1 {
+                break;
+            }
+            top = a;
+        }
+        let s = if score[top].is_nan() {
+            self.init_score(top)
+        } else {
+            score[top]
+        };
+        self.with_siblings(top, body, s, &score)
+    }
+
+    fn with_siblings(
+        &self,
+        top: Ix,
+        _body: Ix,
+        top_score: f64,
+        score: &[f64],
+    ) -> Option<(Vec<Ix>, Vec<f64>)> {
+        let dom = self.dom;
+        let Some(parent) = dom.nodes[top].parent else {
+            return Some((vec![top], score.to_vec()));
+        };
+        let threshold = (top_score * 0.2).max(10.0);
+        let top_class = dom.attr(top, "class").unwrap_or("");
+        let mut roots = Vec::new();
+        for &s in &dom.nodes[parent].children {
+            if self.gone[s] {
+                continue;
+            }
+            if s == top {
+                roots.push(s);
+                continue;
+            }
+            if dom.elem(s).is_none() {
+                continue;
+            }
+            let mut bonus = 0.0;
+            if !top_class.is_empty() && dom.attr(s, "class") == Some(top_class) {
+                bonus += top_score * 0.2;
+            }
+            if !score[s].is_nan() && score[s] + bonus >= threshold {
+                roots.push(s);
+                continue;
+            }
+            if dom.tag(s) == "p" {
+                let st = self.stat[s];
+                let ld = st.link_density();
+                if st.len > 80 && ld < 0.25 {
+                    roots.push(s);
+                } else if st.len > 0 && st.len <= 80 && ld == 0.0 {
+                    let text = dom.raw_text(s);
+                    let t = text.trim_end();
+                    if t.contains(". ") || t.ends_with('.') {
+                        roots.push(s);
+                    }
+                }
+            }
+        }
+        Some((roots, score.to_vec()))
+    }
+
+    /// Readability's `_prepArticle`, over the chosen roots.
+    fn clean(&mut self, roots: &[Ix]) {
+        let dom = self.dom;
+        let r = regexes();
+        for &root in roots {
+            let end = dom.nodes[root].end;
+            // Share widgets and negative headers.
+            for ix in root + 1..end {
+                if self.gone[ix] || dom.elem(ix).is_none() {
+                    continue;
+                }
+                let tag = dom.tag(ix);
+                if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
+                    self.remove(ix);
+                    continue;
+                }
+                let ci = class_id(dom, ix);
+                if ci.len() > 1 && r.share.is_match(&ci) && self.stat[ix].len < 500 {
+                    self.remove(ix);
+                }
+            }
+            // Conditional cleaning, innermost first.
+            for ix in (root..end).rev() {
+                if self.gone[ix] {
+                    continue;
+                }
+                if matches!(
+                    dom.tag(ix),
+                    "form" | "fieldset" | "table" | "ul" | "ol" | "div" | "section"
+                ) && self.should_remove(ix)
+                {
+                    self.remove(ix);
+                }
+            }
+        }
+    }
+
+    fn should_remove(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        let tag = dom.tag(ix);
+        let st = self.stat[ix];
+        let mut is_list = matches!(tag, "ul" | "ol");
+        if !is_list && st.len > 0 && st.list as f64 / st.len as f64 > 0.9 {
+            is_list = true;
+        }
+        if tag == "table" && self.is_data_table(ix) {
+            return false;
+        }
+        if dom.ancestors(ix).any(|a| {
+            (dom.tag(a) == "table" && self.is_data_table(a)) || matches!(dom.tag(a), "code" | "pre")
+        }) {
+            return false;
+        }
+        let weight = class_weight(dom, ix);
+        if weight < 0.0 {
+            return true;
+        }
+        if st.commas >= 10 {
+            return false;
+        }
+        let p = st.p as f64;
+        let img = st.img as f64;
+        let li = st.li as f64 - 100.0;
+        let input = st.input as f64;
+        let heading_density = if st.len == 0 {
+            0.0
+        } else {
+            st.heading as f64 / st.len as f64
+        };
+        let ld = st.link_density();
+        let len = st.len;
+        let in_figure = dom.ancestors(ix).any(|a| dom.tag(a) == "figure");
+        let remove = (img > 1.0 && p / img < 0.5 && !in_figure)
+            || (!is_list && li > p)
+            || (input > (p / 3.0).floor())
+            || (!is_list
+                && heading_density < 0.9
+                && len < 25
+                && (img == 0.0 || img > 2.0)
+                && !in_figure)
+            || (!is_list && weight < 25.0 && ld > 0.2)
+            || (weight >= 25.0 && ld > 0.5)
+            || (st.embed == 1 && len < 75)
+            || st.embed > 1;
+        if remove && is_list {
+            // A list of images is content.
+            let kids: Vec<Ix> = dom.nodes[ix]
+                .children
+                .iter()
+                .copied()
+                .filter(|&c| dom.elem(c).is_some() && !self.gone[c])
+                .collect();
+            if !kids.is_empty()
+                && kids.iter().all(|&c| {
+                    let k: Vec<Ix> = dom.nodes[c]
+                        .children
+                        .iter()
+                        .copied()
+                        .filter(|&g| dom.elem(g).is_some())
+                        .collect();
+                    k.len() == 1 && dom.tag(k[0]) == "img"
+                })
+            {
+                return false;
+            }
+        }
+        remove
+    }
+
+    fn is_data_table(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        if dom.attr(ix, "role") == Some("presentation") {
+            return false;
+        }
+        let mut rows = 0;
+        let mut cols = 0;
+        for d in ix + 1..dom.nodes[ix].end {
+            match dom.tag(d) {
+                "table" => return false,
+                "caption" | "thead" | "tfoot" | "colgroup" | "col" | "th" => return true,
+                "tr" => {
+                    rows += 1;
+                    let c = dom.nodes[d]
+                        .children
+                        .iter()
+                        .filter(|&&c| matches!(dom.tag(c), "td" | "th"))
+                        .count();
+                    cols = cols.max(c);
+                }
+                _ => {}
+            }
+        }
+        rows >= 10 || cols > 4 || rows * cols > 10
+    }
+
+    fn text_len(&self, roots: &[Ix]) -> u32 {
+        roots.iter().map(|&r| self.stat[r].len).sum()
+    }
+}
+
+/// Finds the main content of a parsed page.
+pub fn select(dom: &Dom) -> Selection {
+    let body = dom.find_tag("body").unwrap_or(0);
+    let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
+    for strict in [true, false] {
+        let mut pass = Pass::new(dom, strict);
+        let Some((roots, _)) = pass.choose(body) else {
+            continue;
+        };
+        pass.clean(&roots);
+        let len = pass.text_len(&roots);
+        let better = best.as_ref().is_none_or(|(l, _, _)| len > *l);
+        if better {
+            best = Some((len, roots, pass.gone));
+        }
+        if len >= MIN_ARTICLE_LEN {
+            break;
+        }
+    }
+    // Nothing article-like, or too little of the page: the body's readable text.
+    let body_pass = Pass::new(dom, false);
+    let body_len = body_pass.stat[body].len;
+    match best {
+        Some((len, roots, gone)) if len > 0 && (len >= MIN_ARTICLE_LEN || len * 4 >= body_len) => {
+            Selection { roots, skip: gone }
+        }
+        _ => Selection {
+            roots: vec![body],
+            skip: body_pass.gone,
+        },
+    }
+}

@@ -1,0 +1,220 @@
+//! Extraction quality metric of the article-extraction benchmark (scrapinghub), re-implemented.
+//!
+//! A text is tokenised into `\w+` runs (Unicode letters, numbers, underscore — Python's `\w`),
+//! each document becomes a multiset of 4-token shingles, and the multiset overlap between the
+//! truth and the prediction gives per-document true/false positives and false negatives,
+//! normalised so that long documents weigh no more than short ones. Precision is averaged over
+//! documents that have a prediction, recall over documents that have a truth, and F1 is taken
+//! of the two averages — exactly as the benchmark's `evaluate.py` does, so figures printed by
+//! our bench are comparable with the published table.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Shingle length used by the benchmark.
+pub const NGRAM: usize = 4;
+
+/// Per-document overlap, normalised so that `tp + fp + fn_ == 1` (or all zero when both texts
+/// have no tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Overlap {
+    pub tp: f64,
+    pub fp: f64,
+    pub fn_: f64,
+}
+
+impl Overlap {
+    /// Precision of one document; the benchmark's edge cases: a perfect match is 1 even when
+    /// empty, nothing predicted and nothing right is 0.
+    pub fn precision(&self) -> f64 {
+        if self.fp == 0.0 && self.fn_ == 0.0 {
+            1.0
+        } else if self.tp == 0.0 && self.fp == 0.0 {
+            0.0
+        } else {
+            self.tp / (self.tp + self.fp)
+        }
+    }
+
+    /// Recall of one document, with the same edge cases as [`Overlap::precision`].
+    pub fn recall(&self) -> f64 {
+        if self.fp == 0.0 && self.fn_ == 0.0 {
+            1.0
+        } else if self.tp == 0.0 && self.fn_ == 0.0 {
+            0.0
+        } else {
+            self.tp / (self.tp + self.fn_)
+        }
+    }
+
+    /// F1 of this one document (for ranking the worst pages; not part of the benchmark).
+    pub fn f1(&self) -> f64 {
+        let (p, r) = (self.precision(), self.recall());
+        if p + r == 0.0 {
+            0.0
+        } else {
+            2.0 * p * r / (p + r)
+        }
+    }
+}
+
+/// Averages over a corpus.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub f1: f64,
+    pub precision: f64,
+    pub recall: f64,
+    /// Documents with a prediction (the precision average's denominator).
+    pub predicted: usize,
+    /// Documents with a truth (the recall average's denominator).
+    pub truthful: usize,
+}
+
+fn token_re() -> &'static regex::Regex {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    // Python's `\w` on str is "isalnum() or underscore": letters (L*) and numbers (N*). Rust's
+    // `\w` would also take combining marks and split differently on Indic scripts.
+    RE.get_or_init(|| regex::Regex::new(r"[\p{L}\p{N}_]+").expect("static regex"))
+}
+
+/// The benchmark's tokens: maximal runs of word characters.
+pub fn tokenize(text: &str) -> Vec<&str> {
+    token_re().find_iter(text).map(|m| m.as_str()).collect()
+}
+
+/// Multiset of shingles. A text shorter than [`NGRAM`] tokens is one shorter shingle; an empty
+/// text has none.
+fn shingles(text: &str) -> HashMap<Vec<&str>, usize> {
+    let tokens = tokenize(text);
+    let mut out: HashMap<Vec<&str>, usize> = HashMap::new();
+    if tokens.is_empty() {
+        return out;
+    }
+    let windows = tokens.len().saturating_sub(NGRAM - 1).max(1);
+    for i in 0..windows {
+        let end = (i + NGRAM).min(tokens.len());
+        *out.entry(tokens[i..end].to_vec()).or_insert(0) += 1;
+    }
+    out
+}
+
+/// Overlap between one document's truth and prediction.
+pub fn shingle_overlap(truth: &str, prediction: &str) -> Overlap {
+    let t = shingles(truth);
+    let p = shingles(prediction);
+    let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
+    for (k, &tc) in &t {
+        let pc = p.get(k).copied().unwrap_or(0);
+        tp += tc.min(pc);
+        fn_ += tc.saturating_sub(pc);
+    }
+    for (k, &pc) in &p {
+        let tc = t.get(k).copied().unwrap_or(0);
+        fp += pc.saturating_sub(tc);
+    }
+    let sum = (tp + fp + fn_) as f64;
+    if sum == 0.0 {
+        return Overlap::default();
+    }
+    Overlap {
+        tp: tp as f64 / sum,
+        fp: fp as f64 / sum,
+        fn_: fn_ as f64 / sum,
+    }
+}
+
+/// Corpus figures from per-document overlaps. Empty averages count as 0.
+pub fn summarize(docs: &[Overlap]) -> Summary {
+    let mean = |xs: Vec<f64>| -> (f64, usize) {
+        let n = xs.len();
+        if n == 0 {
+            (0.0, 0)
+        } else {
+            (xs.iter().sum::<f64>() / n as f64, n)
+        }
+    };
+    let (precision, predicted) = mean(
+        docs.iter()
+            .filter(|d| d.tp + d.fp > 0.0)
+            .map(Overlap::precision)
+            .collect(),
+    );
+    let (recall, truthful) = mean(
+        docs.iter()
+            .filter(|d| d.tp + d.fn_ > 0.0)
+            .map(Overlap::recall)
+            .collect(),
+    );
+    let f1 = if precision + recall == 0.0 {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
+    };
+    Summary {
+        f1,
+        precision,
+        recall,
+        predicted,
+        truthful,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_unicode_word_runs() {
+        assert_eq!(
+            tokenize("Hello, wörld! 42_x — naïve… 東京"),
+            vec!["Hello", "wörld", "42_x", "naïve", "東京"]
+        );
+        assert!(tokenize(" ,.;-— ").is_empty());
+    }
+
+    #[test]
+    fn identical_texts_are_perfect() {
+        let o = shingle_overlap("one two three four five", "one two three four five");
+        assert_eq!(o.tp, 1.0);
+        assert_eq!((o.precision(), o.recall(), o.f1()), (1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn partial_prediction_counts_multiset_overlap() {
+        // truth shingles: [a b c d], [b c d e]; prediction: [a b c d] twice plus [b c d a],
+        // [c d a b], [d a b c] → tp 1, fp 4, fn 1, normalised by 6.
+        let o = shingle_overlap("a b c d e", "a b c d a b c d");
+        assert!((o.tp - 1.0 / 6.0).abs() < 1e-12, "{o:?}");
+        assert!((o.fp - 4.0 / 6.0).abs() < 1e-12, "{o:?}");
+        assert!((o.fn_ - 1.0 / 6.0).abs() < 1e-12, "{o:?}");
+        assert!((o.precision() - 0.2).abs() < 1e-12);
+        assert!((o.recall() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn short_texts_form_one_shingle() {
+        assert_eq!(shingle_overlap("two words", "two words").tp, 1.0);
+        let o = shingle_overlap("two words", "two other");
+        assert_eq!((o.tp, o.precision(), o.recall()), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn empty_prediction_is_excluded_from_precision_only() {
+        let docs = [
+            shingle_overlap("a b c d", ""),
+            shingle_overlap("a b c d", "a b c d"),
+        ];
+        assert_eq!(docs[0].fn_, 1.0);
+        let s = summarize(&docs);
+        assert_eq!((s.predicted, s.truthful), (1, 2));
+        assert_eq!(s.precision, 1.0);
+        assert_eq!(s.recall, 0.5);
+        assert!((s.f1 - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn both_empty_is_excluded_everywhere() {
+        let s = summarize(&[shingle_overlap("", "...")]);
+        assert_eq!((s.predicted, s.truthful, s.f1), (0, 0, 0.0));
+    }
+}
