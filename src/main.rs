@@ -182,7 +182,10 @@ fn markdown(path: &PathBuf, source: &str) -> ExitCode {
                     .filter_map(|s| config::parse_cidr(s).ok())
                     .collect(),
             };
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("paycall: cannot start the runtime: {e}");
@@ -230,7 +233,11 @@ fn markdown(path: &PathBuf, source: &str) -> ExitCode {
                         "text/html"
                     };
                     let abs = std::fs::canonicalize(source).ok();
-                    (b, ct.to_string(), abs.and_then(|p| url::Url::from_file_path(p).ok()))
+                    (
+                        b,
+                        ct.to_string(),
+                        abs.and_then(|p| url::Url::from_file_path(p).ok()),
+                    )
                 }
                 Err(e) => {
                     eprintln!("paycall markdown: cannot read {source}: {e}");
@@ -239,7 +246,12 @@ fn markdown(path: &PathBuf, source: &str) -> ExitCode {
             }
         };
     let text = String::from_utf8_lossy(&body);
-    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if essence.is_empty() || essence == "text/html" || essence == "application/xhtml+xml" {
         let doc = html_to_markdown(&text, base.as_ref());
         if let Some(t) = &doc.title {

@@ -359,7 +359,10 @@ async fn openapi_documents_every_route_method_parameter_and_price() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(echo502.contains("facilitator") && !echo502.contains("count"), "{echo502}");
+    assert!(
+        echo502.contains("facilitator") && !echo502.contains("count"),
+        "{echo502}"
+    );
     // echo: objects in the query are JSON text, the POST example is the demo input
     let echo = &doc["paths"]["/api/echo"];
     let fields = echo["get"]["parameters"]

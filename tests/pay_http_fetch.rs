@@ -90,7 +90,10 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
         1,
         "the local facilitator has no Solana: the Solana offer is left out"
     );
-    assert_eq!(challenge["resource"]["url"], "https://paycall.example.com/api/http");
+    assert_eq!(
+        challenge["resource"]["url"],
+        "https://paycall.example.com/api/http"
+    );
     assert!(challenge["extensions"]["bazaar"]["info"]["input"]["queryParams"]["url"].is_string());
     assert_eq!(up.total(), 0, "an unpaid request does no work");
     assert_eq!(stack.verify_calls() + stack.settle_calls(), 0);
@@ -116,7 +119,11 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
     assert_eq!(receipt["success"], true);
     assert!(receipt["transaction"].as_str().unwrap().starts_with("0x"));
     assert_eq!(paid.buyer_spent(), 10_000, "buyer paid exactly the price");
-    assert_eq!(paid.pay_to_received(), 10_000, "payTo received exactly the price");
+    assert_eq!(
+        paid.pay_to_received(),
+        10_000,
+        "payTo received exactly the price"
+    );
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(stack.usdc_balance(&stack.pay_to), paid.pay_to_after);
 
@@ -148,8 +155,14 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
     let b = &paid.body;
     assert_eq!(b["format"], "markdown");
     let content = b["content"].as_str().unwrap();
-    assert!(content.contains("The harbour was quiet that morning"), "{content}");
-    assert!(content.contains("the whole village came down to the water"), "{content}");
+    assert!(
+        content.contains("The harbour was quiet that morning"),
+        "{content}"
+    );
+    assert!(
+        content.contains("the whole village came down to the water"),
+        "{content}"
+    );
     assert!(!content.contains("Copyright footer"), "{content}");
     assert_eq!(b["source"], "fetch");
     assert_eq!(b["priced"]["amountAtomic"], "20000");
@@ -169,7 +182,13 @@ async fn not_charged_outcomes_never_settle() {
 
     // One signed payment for /api/fetch, replayed against failing inputs: it stays unspent.
     let base = paycall.url("/api/fetch");
-    let signed = stack.sign_only_async(&format!("{base}?url={}", enc(&up.url("/hello"))), "GET", None).await;
+    let signed = stack
+        .sign_only_async(
+            &format!("{base}?url={}", enc(&up.url("/hello"))),
+            "GET",
+            None,
+        )
+        .await;
     let sig = signed.payment_signature.clone();
 
     // Bad input: 400 before any facilitator call.
@@ -179,10 +198,18 @@ async fn not_charged_outcomes_never_settle() {
         assert_eq!(s, 400, "{q}: {b}");
         assert!(b["error"].is_string() && b["message"].is_string(), "{b}");
     }
-    assert_eq!(stack.verify_calls(), 0, "bad input never reaches the facilitator");
+    assert_eq!(
+        stack.verify_calls(),
+        0,
+        "bad input never reaches the facilitator"
+    );
 
     // Undecodable payment header: 400, no facilitator call.
-    let (s, _, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), "%%%not-base64").await;
+    let (s, _, b) = send_signed(
+        &format!("{base}?url={}", enc(&up.url("/hello"))),
+        "%%%not-base64",
+    )
+    .await;
     assert_eq!(s, 400, "{b}");
     assert_eq!(b["error"], "invalid_payment_header");
     assert_eq!(stack.verify_calls(), 0);
@@ -205,8 +232,16 @@ async fn not_charged_outcomes_never_settle() {
     let cases: Vec<(String, u16, &str)> = vec![
         ("http://127.0.0.2/".to_string(), 400, "blocked_target"),
         ("http://2130706434/".to_string(), 400, "blocked_target"),
-        ("http://[::ffff:127.0.0.2]/".to_string(), 400, "blocked_target"),
-        ("http://169.254.169.254/latest/meta-data/".to_string(), 400, "blocked_target"),
+        (
+            "http://[::ffff:127.0.0.2]/".to_string(),
+            400,
+            "blocked_target",
+        ),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_string(),
+            400,
+            "blocked_target",
+        ),
         ("http://localhost./".to_string(), 400, "blocked_target"),
         (up.url("/to-canary"), 400, "blocked_target"),
         (up.url("/missing"), 502, "upstream_status"),
@@ -218,17 +253,36 @@ async fn not_charged_outcomes_never_settle() {
     ];
     for (target, status, code) in &cases {
         let (s, h, b) = send_signed(&format!("{base}?url={}", enc(target)), &sig).await;
-        assert_eq!((s, b["error"].as_str().unwrap_or("")), (*status, *code), "{target}: {b}");
-        assert!(h.get("payment-response").is_none(), "{target}: no receipt on a failure");
+        assert_eq!(
+            (s, b["error"].as_str().unwrap_or("")),
+            (*status, *code),
+            "{target}: {b}"
+        );
+        assert!(
+            h.get("payment-response").is_none(),
+            "{target}: no receipt on a failure"
+        );
     }
     // The timeout edge: the fetch cap is 8 s.
-    let (s, _, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/slow?ms=20000"))), &sig).await;
-    assert_eq!((s, b["error"].as_str().unwrap()), (504, "upstream_timeout"), "{b}");
+    let (s, _, b) = send_signed(
+        &format!("{base}?url={}", enc(&up.url("/slow?ms=20000"))),
+        &sig,
+    )
+    .await;
+    assert_eq!(
+        (s, b["error"].as_str().unwrap()),
+        (504, "upstream_timeout"),
+        "{b}"
+    );
 
     assert!(stack.verify_calls() >= cases.len() + 1);
     assert_eq!(stack.settle_calls(), 0, "no not-charged outcome settles");
     assert_eq!(canary.hits(), 0, "the canary was never reached");
-    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start, "nothing moved on-chain");
+    assert_eq!(
+        stack.usdc_balance(&stack.buyer),
+        buyer_start,
+        "nothing moved on-chain"
+    );
 
     // The same signature, finally used for a call that succeeds, is charged once.
     let (s, h, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &sig).await;
@@ -257,12 +311,18 @@ async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_
     let buyer_start = stack.usdc_balance(&stack.buyer);
 
     // Settlement refused: the answer is withheld, 402 with a failure receipt.
-    let sig = stack.sign_only_async(&target("/cookie"), "GET", None).await.payment_signature;
+    let sig = stack
+        .sign_only_async(&target("/cookie"), "GET", None)
+        .await
+        .payment_signature;
     stack.set_mode("normal", "fail");
     let (s, h, b) = send_signed(&target("/cookie"), &sig).await;
     assert_eq!(s, 402, "{b}");
     assert_eq!(b["error"], "settlement_failed");
-    assert!(!b.to_string().contains("with cookie"), "paid content withheld: {b}");
+    assert!(
+        !b.to_string().contains("with cookie"),
+        "paid content withheld: {b}"
+    );
     let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
     assert_eq!(receipt["success"], false);
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start);
@@ -270,7 +330,10 @@ async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_
     // Settlement pending: 503 + Retry-After, never a fresh 402; the same signature later gets
     // the kept answer without redoing the work.
     stack.set_mode("normal", "pending");
-    let sig = stack.sign_only_async(&target("/cookie"), "GET", None).await.payment_signature;
+    let sig = stack
+        .sign_only_async(&target("/cookie"), "GET", None)
+        .await
+        .payment_signature;
     let hits_before = up.total();
     let (s, h, b) = send_signed(&target("/cookie"), &sig).await;
     assert_eq!(s, 503, "{b}");
@@ -283,16 +346,26 @@ async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_
     let (s, h, b) = send_signed(&target("/cookie"), &sig).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["body"], "with cookie");
-    assert!(b["headers"].get("set-cookie").is_none(), "Set-Cookie removed");
+    assert!(
+        b["headers"].get("set-cookie").is_none(),
+        "Set-Cookie removed"
+    );
     assert_eq!(b["headers"]["x-upstream"], "yes");
-    assert_eq!(up.total(), hits_before + 1, "the kept answer is served, the work is not redone");
+    assert_eq!(
+        up.total(),
+        hits_before + 1,
+        "the kept answer is served, the work is not redone"
+    );
     let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
     assert_eq!(receipt["success"], true);
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 10_000);
 
     // The same payment five times at once: served once, the others get 409.
     stack.reset_calls();
-    let sig = stack.sign_only_async(&target("/slow?ms=1500"), "GET", None).await.payment_signature;
+    let sig = stack
+        .sign_only_async(&target("/slow?ms=1500"), "GET", None)
+        .await
+        .payment_signature;
     let url = target("/slow?ms=1500");
     let tasks: Vec<_> = (0..5)
         .map(|_| {
@@ -312,7 +385,10 @@ async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_
 
     // Facilitator down or hanging at verify: 502 / 504 with no work done.
     let hits_before = up.total();
-    let sig = stack.sign_only_async(&target("/hello"), "GET", None).await.payment_signature;
+    let sig = stack
+        .sign_only_async(&target("/hello"), "GET", None)
+        .await
+        .payment_signature;
     stack.set_mode("down", "normal");
     let (s, _, b) = send_signed(&target("/hello"), &sig).await;
     assert_eq!(s, 502, "{b}");
@@ -324,7 +400,11 @@ async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_
     let (s, _, b) = send_signed(&target("/hello"), &sig).await;
     assert_eq!(s, 504, "{b}");
     assert!(started.elapsed() < Duration::from_secs(19));
-    assert_eq!(up.total(), hits_before, "no work without a verified payment");
+    assert_eq!(
+        up.total(),
+        hits_before,
+        "no work without a verified payment"
+    );
     stack.set_mode("normal", "normal");
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
 }

@@ -55,12 +55,14 @@ impl Upstream {
 fn resp(status: u16, ct: &str, body: impl Into<Bytes>) -> Response {
     let mut r = Response::new(body.into().into());
     *r.status_mut() = warp::http::StatusCode::from_u16(status).unwrap();
-    r.headers_mut().insert("content-type", HeaderValue::from_str(ct).unwrap());
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_str(ct).unwrap());
     r
 }
 
 fn with_header(mut r: Response, name: &'static str, value: &str) -> Response {
-    r.headers_mut().append(name, HeaderValue::from_str(value).unwrap());
+    r.headers_mut()
+        .append(name, HeaderValue::from_str(value).unwrap());
     r
 }
 
@@ -100,7 +102,11 @@ pub async fn start(canary: &str) -> Upstream {
                         "/missing" => resp(404, "text/plain", "no such page"),
                         "/server-error" => resp(503, "text/plain", "down for maintenance"),
                         "/cookie" => with_header(
-                            with_header(resp(200, "text/plain", "with cookie"), "set-cookie", "session=secret"),
+                            with_header(
+                                resp(200, "text/plain", "with cookie"),
+                                "set-cookie",
+                                "session=secret",
+                            ),
                             "x-upstream",
                             "yes",
                         ),
@@ -108,7 +114,12 @@ pub async fn start(canary: &str) -> Upstream {
                             let seen: serde_json::Map<String, serde_json::Value> = headers
                                 .iter()
                                 .map(|(k, v)| {
-                                    (k.as_str().to_string(), serde_json::Value::String(String::from_utf8_lossy(v.as_bytes()).into()))
+                                    (
+                                        k.as_str().to_string(),
+                                        serde_json::Value::String(
+                                            String::from_utf8_lossy(v.as_bytes()).into(),
+                                        ),
+                                    )
                                 })
                                 .collect();
                             let j = serde_json::json!({
@@ -130,11 +141,17 @@ pub async fn start(canary: &str) -> Upstream {
                             tokio::time::sleep(Duration::from_millis(ms)).await;
                             resp(200, "text/plain", "finally")
                         }
-                        "/to-canary" => with_header(resp(302, "text/plain", ""), "location", &canary),
+                        "/to-canary" => {
+                            with_header(resp(302, "text/plain", ""), "location", &canary)
+                        }
                         _ if p.starts_with("/redirect/") => {
                             // /redirect/<n>: n more hops, then /hello.
                             let n: u32 = p["/redirect/".len()..].parse().unwrap_or(0);
-                            let next = if n <= 1 { "/hello".to_string() } else { format!("/redirect/{}", n - 1) };
+                            let next = if n <= 1 {
+                                "/hello".to_string()
+                            } else {
+                                format!("/redirect/{}", n - 1)
+                            };
                             with_header(resp(302, "text/plain", ""), "location", &next)
                         }
                         _ => resp(404, "text/plain", "unknown test path"),
@@ -143,7 +160,9 @@ pub async fn start(canary: &str) -> Upstream {
                 }
             },
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind upstream");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind upstream");
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(
@@ -179,7 +198,9 @@ impl Canary {
 }
 
 pub async fn canary(ip: &str) -> Canary {
-    let listener = tokio::net::TcpListener::bind(format!("{ip}:0")).await.expect("bind canary");
+    let listener = tokio::net::TcpListener::bind(format!("{ip}:0"))
+        .await
+        .expect("bind canary");
     let addr = listener.local_addr().unwrap();
     let hits = Arc::new(AtomicUsize::new(0));
     let h = hits.clone();
@@ -200,7 +221,9 @@ pub async fn canary(ip: &str) -> Canary {
 /// A raw HTTP/1.1 server answering every request with `n` bytes in chunked encoding (no
 /// Content-Length), so a cap can only be enforced while streaming.
 pub async fn chunked(n: usize) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind chunked");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind chunked");
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
@@ -223,9 +246,15 @@ pub async fn chunked(n: usize) -> String {
                 while left > 0 {
                     let k = left.min(8192);
                     let chunk = format!("{k:x}\r\n");
-                    if sock.write_all(chunk.as_bytes()).await.is_err() { return; }
-                    if sock.write_all(&vec![b'c'; k]).await.is_err() { return; }
-                    if sock.write_all(b"\r\n").await.is_err() { return; }
+                    if sock.write_all(chunk.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    if sock.write_all(&vec![b'c'; k]).await.is_err() {
+                        return;
+                    }
+                    if sock.write_all(b"\r\n").await.is_err() {
+                        return;
+                    }
                     left -= k;
                 }
                 let _ = sock.write_all(b"0\r\n\r\n").await;
