@@ -26,6 +26,13 @@ pub trait Stage: Send + Sync {
     fn readiness(&self) -> Result<(), String> {
         Ok(())
     }
+
+    /// Checks of the validated input that need no I/O (a URL the guard refuses by its spelling,
+    /// a bad fields spec, a bad header name). They run before the payment gate verifies, so a
+    /// bad request is a 400 that never reaches the facilitator (DESIGN §9 order of checks).
+    fn check_input(&self, _input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        Ok(())
+    }
 }
 
 /// When a stage runs.
@@ -167,7 +174,22 @@ impl Chain {
     }
 
     /// Walks the exchange through the chain. Always leaves `ex.reply` set.
+    /// The stages' own input checks (see `Stage::check_input`), first failure wins.
+    pub fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        for link in &self.links {
+            if link.phase == Phase::Work {
+                link.stage.check_input(input)?;
+            }
+        }
+        Ok(())
+    }
+
     pub async fn run(&self, ex: &mut Exchange) {
+        if ex.input_error.is_none() {
+            if let Err(r) = self.check_input(&ex.input) {
+                ex.input_error = Some(r);
+            }
+        }
         let mut replied = false;
         let mut input_checked = false;
         for link in &self.links {

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use crate::net::{FetchRequest, GuardedClient, OverCap};
 use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "fetch",
@@ -184,9 +184,15 @@ pub fn outbound_headers(value: Option<&Value>) -> Result<HeaderMap, String> {
 impl Fetch {
     fn request_parts(
         &self,
-        ex: &Exchange,
+        input: &serde_json::Map<String, Value>,
     ) -> Result<(Method, HeaderMap, Option<Bytes>), (&'static str, String)> {
-        let method = match self.p.method_param.as_ref().and_then(|n| ex.input_str(n)) {
+        let method = match self
+            .p
+            .method_param
+            .as_ref()
+            .and_then(|n| input.get(n))
+            .and_then(Value::as_str)
+        {
             None => Method::GET,
             Some(m) => match m.to_ascii_uppercase().as_str() {
                 "GET" => Method::GET,
@@ -204,10 +210,10 @@ impl Fetch {
             },
         };
         let mut headers =
-            outbound_headers(self.p.headers_param.as_ref().and_then(|n| ex.input.get(n)))
+            outbound_headers(self.p.headers_param.as_ref().and_then(|n| input.get(n)))
                 .map_err(|m| ("bad_headers", m))?;
         let sends_body = matches!(method, Method::POST | Method::PUT | Method::PATCH);
-        let body = match self.p.body_param.as_ref().and_then(|n| ex.input.get(n)) {
+        let body = match self.p.body_param.as_ref().and_then(|n| input.get(n)) {
             Some(v) if sends_body => Some(match v {
                 Value::String(s) => Bytes::from(s.clone()),
                 other => {
@@ -233,6 +239,12 @@ impl Fetch {
 
 #[async_trait]
 impl Stage for Fetch {
+    fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        self.request_parts(input)
+            .map(|_| ())
+            .map_err(|(code, msg)| Reply::error(StatusCode::BAD_REQUEST, code, msg))
+    }
+
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(url) = ex.target.clone() else {
             return ex.fail(
@@ -241,7 +253,7 @@ impl Stage for Fetch {
                 "no target",
             );
         };
-        let (method, headers, body) = match self.request_parts(ex) {
+        let (method, headers, body) = match self.request_parts(&ex.input) {
             Ok(parts) => parts,
             Err((code, msg)) => return ex.fail(StatusCode::BAD_REQUEST, code, msg),
         };

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use crate::net::{FetchError, Guard};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "url_guard",
@@ -55,8 +55,24 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }))
 }
 
+impl UrlGuard {
+    fn judge(&self, raw: &str) -> Result<url::Url, Reply> {
+        self.guard.parse_target(raw).map_err(|refusal| {
+            let e = FetchError::from_url_refusal(refusal);
+            Reply::error(StatusCode::BAD_REQUEST, e.code(), e.to_string())
+        })
+    }
+}
+
 #[async_trait]
 impl Stage for UrlGuard {
+    fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        match input.get(&self.param).and_then(Value::as_str) {
+            Some(raw) => self.judge(raw).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(raw) = ex.input_str(&self.param).map(str::to_string) else {
             return ex.fail(
@@ -65,14 +81,14 @@ impl Stage for UrlGuard {
                 format!("`{}` is required", self.param),
             );
         };
-        match self.guard.parse_target(&raw) {
+        match self.judge(&raw) {
             Ok(url) => {
                 ex.target = Some(url);
                 Flow::Continue
             }
-            Err(refusal) => {
-                let e = FetchError::from_url_refusal(refusal);
-                ex.fail(StatusCode::BAD_REQUEST, e.code(), e.to_string())
+            Err(r) => {
+                ex.reply = Some(r);
+                Flow::Reply
             }
         }
     }

@@ -1,0 +1,186 @@
+//! Every limit of /api/http and /api/fetch at its edge, through the shipped config and a real
+//! payment: response caps (exact size passes, one byte more streamed is cut and charged, one
+//! byte more declared is 413 and not charged), redirect caps, the request-body cap, the URL
+//! length cap, the outbound-header count.
+
+#[path = "support/server.rs"]
+mod server_support;
+#[path = "support/stack.rs"]
+mod stack;
+#[path = "support/upstream.rs"]
+mod upstream;
+
+use serde_json::{json, Value};
+use std::path::Path;
+
+use paycall::config;
+use paycall::server;
+use stack::LocalStack;
+
+async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac = stack.facilitator_url.clone();
+    let pay_to = stack.pay_to.clone();
+    let env = move |k: &str| -> Option<String> {
+        match k {
+            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
+            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
+            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
+            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            _ => None,
+        }
+    };
+    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let services = server::services::build(&cfg).expect("services");
+    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
+    server_support::start_app(app).await
+}
+
+fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+async fn send(method: &str, url: &str, sig: &str, body: Option<String>) -> (u16, Value) {
+    let c = server_support::client();
+    let mut req = match method {
+        "POST" => c.post(url),
+        _ => c.get(url),
+    }
+    .header("PAYMENT-SIGNATURE", sig);
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_and_fetch_limits_at_their_edges() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let http = |target: &str| paycall.url(&format!("/api/http?url={}", enc(target)));
+    let fetch = |target: &str| paycall.url(&format!("/api/fetch?url={}", enc(target)));
+    let sign = |u: String| {
+        let s = &stack;
+        async move { s.sign_only_async(&u, "GET", None).await.payment_signature }
+    };
+
+    // /api/http response cap 384,000 bytes.
+    let sig = sign(http(&up.url("/hello"))).await;
+    stack.reset_calls();
+    let (s, b) = send("GET", &http(&up.url("/sized?n=384001")), &sig, None).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (413, Some("upstream_too_large")),
+        "declared one byte over"
+    );
+    assert_eq!(stack.settle_calls(), 0);
+    let (s, b) = send("GET", &http(&up.url("/redirect/4")), &sig, None).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (502, Some("too_many_redirects")),
+        "{b}"
+    );
+    assert_eq!(stack.settle_calls(), 0);
+    let (s, b) = send("GET", &http(&up.url("/sized?n=384000")), &sig, None).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        (b["bytesRead"].as_u64(), b["truncated"].as_bool()),
+        (Some(384_000), Some(false))
+    );
+    assert_eq!(stack.settle_calls(), 1);
+
+    let chunked = upstream::chunked(384_001).await;
+    let sig = sign(http(&up.url("/hello"))).await;
+    let (s, b) = send("GET", &http(&chunked), &sig, None).await;
+    assert_eq!(s, 200, "streamed past the cap: cut and charged");
+    assert_eq!(
+        (b["bytesRead"].as_u64(), b["truncated"].as_bool()),
+        (Some(384_000), Some(true))
+    );
+    assert_eq!(b["body"].as_str().unwrap().len(), 384_000);
+
+    let sig = sign(http(&up.url("/hello"))).await;
+    let (s, b) = send("GET", &http(&up.url("/redirect/3")), &sig, None).await;
+    assert_eq!(s, 200, "three redirects are allowed: {b}");
+    assert_eq!(b["body"], "hello");
+    assert_eq!(b["redirects"].as_array().unwrap().len(), 3);
+
+    // URL length 2048 (schema), outbound header count 32, request body 64,000 bytes.
+    let sig = sign(http(&up.url("/hello"))).await;
+    stack.reset_calls();
+    let long = format!(
+        "{}?q={}",
+        up.url("/echo"),
+        "a".repeat(2049 - up.url("/echo?q=").len())
+    );
+    assert_eq!(long.len(), 2049);
+    let (s, b) = send("GET", &http(&long), &sig, None).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("invalid_parameter")),
+        "{b}"
+    );
+    let headers: serde_json::Map<String, Value> =
+        (0..33).map(|i| (format!("x-h{i}"), json!("v"))).collect();
+    let post = paycall.url("/api/http");
+    let body = json!({"url": up.url("/echo"), "method": "POST", "headers": headers}).to_string();
+    let (s, b) = send("POST", &post, &sig, Some(body)).await;
+    assert_eq!((s, b["error"].as_str()), (400, Some("bad_headers")), "{b}");
+    let mk = |len: usize| {
+        let skeleton = json!({"url": up.url("/echo"), "method": "POST", "body": ""}).to_string();
+        let pad = len - skeleton.len();
+        json!({"url": up.url("/echo"), "method": "POST", "body": "p".repeat(pad)}).to_string()
+    };
+    let over = mk(64_001);
+    assert_eq!(over.len(), 64_001);
+    let (s, b) = send("POST", &post, &sig, Some(over)).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (413, Some("request_too_large")),
+        "{b}"
+    );
+    assert_eq!(
+        stack.verify_calls(),
+        0,
+        "input limits answer before the facilitator"
+    );
+    let exact = mk(64_000);
+    let (s, b) = send("POST", &post, &sig, Some(exact)).await;
+    assert_eq!(s, 200, "{b}");
+    let echoed: Value = serde_json::from_str(b["body"].as_str().unwrap()).unwrap();
+    let skeleton = json!({"url": up.url("/echo"), "method": "POST", "body": ""}).to_string();
+    assert_eq!(
+        echoed["body"].as_str().unwrap().len(),
+        64_000 - skeleton.len(),
+        "the whole body went upstream"
+    );
+    assert_eq!(stack.settle_calls(), 1);
+
+    // /api/fetch: ~200 KB cap.
+    let sig = sign(fetch(&up.url("/hello"))).await;
+    stack.reset_calls();
+    let (s, b) = send("GET", &fetch(&up.url("/sized?n=200001")), &sig, None).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (413, Some("upstream_too_large")),
+        "{b}"
+    );
+    assert_eq!(stack.settle_calls(), 0);
+    let chunked = upstream::chunked(200_001).await;
+    let (s, b) = send("GET", &fetch(&chunked), &sig, None).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        (b["bytesRead"].as_u64(), b["truncated"].as_bool()),
+        (Some(200_000), Some(true))
+    );
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(canary.hits(), 0);
+}
