@@ -1,0 +1,121 @@
+//! The outbound guard through the paid routes, by DNS answer: names that resolve (in part) to
+//! refused addresses are refused before any connection, redirects to such names too. The DNS
+//! seam is a static map (DESIGN §7); only 127.0.0.1 is allowed, canaries listen on 127.0.0.2.
+
+#[path = "support/server.rs"]
+mod server_support;
+#[path = "support/stack.rs"]
+mod stack;
+#[path = "support/upstream.rs"]
+mod upstream;
+
+use serde_json::Value;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use paycall::config;
+use paycall::net::StaticResolver;
+use paycall::server;
+use stack::LocalStack;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+async fn send(url: &str, sig: &str) -> (u16, Value) {
+    let resp = server_support::client()
+        .get(url)
+        .header("PAYMENT-SIGNATURE", sig)
+        .send()
+        .await
+        .expect("request");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_resolving_to_refused_addresses_are_never_dialled() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let port = canary.addr.port();
+    let up = upstream::start(&format!("http://private.test:{port}/")).await;
+    let up_port = up.addr.port();
+
+    let resolver = StaticResolver::new()
+        .with("ok.test", [ip("127.0.0.1")])
+        .with("rebind.test", [ip("127.0.0.1"), ip("127.0.0.2")])
+        .with("private.test", [ip("127.0.0.2")])
+        .with("metadata.test", [ip("169.254.169.254")])
+        .with("mapped.test", [ip("::ffff:127.0.0.2")])
+        .with("nat64.test", [ip("64:ff9b::a00:1")]);
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac = stack.facilitator_url.clone();
+    let pay_to = stack.pay_to.clone();
+    let env = move |k: &str| -> Option<String> {
+        match k {
+            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
+            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
+            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
+            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            _ => None,
+        }
+    };
+    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let services =
+        server::services::build_with_resolver(&cfg, Arc::new(resolver)).expect("services");
+    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
+    let paycall = server_support::start_app(app).await;
+    let http = |target: &str| paycall.url(&format!("/api/http?url={}", enc(target)));
+
+    let sig = stack
+        .sign_only_async(
+            &http(&format!("http://ok.test:{up_port}/hello")),
+            "GET",
+            None,
+        )
+        .await
+        .payment_signature;
+    stack.reset_calls();
+    for name in [
+        "rebind.test",
+        "private.test",
+        "metadata.test",
+        "mapped.test",
+        "nat64.test",
+    ] {
+        let (s, b) = send(&http(&format!("http://{name}:{port}/")), &sig).await;
+        assert_eq!(
+            (s, b["error"].as_str()),
+            (400, Some("blocked_target")),
+            "{name}: {b}"
+        );
+    }
+    // A redirect from an allowed upstream to a name that resolves to the canary.
+    let (s, b) = send(&http(&up.url("/to-canary")), &sig).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("blocked_target")),
+        "{b}"
+    );
+    // A name that does not resolve is an upstream failure, not a refusal.
+    let (s, b) = send(&http(&format!("http://nxdomain.test:{port}/")), &sig).await;
+    assert_eq!((s, b["error"].as_str()), (502, Some("dns_failed")), "{b}");
+    assert_eq!(canary.hits(), 0, "no refused address was ever dialled");
+    assert_eq!(stack.settle_calls(), 0);
+
+    // The allowed name works and is charged once.
+    let (s, b) = send(&http(&format!("http://ok.test:{up_port}/hello")), &sig).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["body"], "hello");
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(canary.hits(), 0);
+}
