@@ -72,7 +72,7 @@ paycall is running on http://127.0.0.1:$PORT with the shipped routes.yaml.
   catalogue:     curl http://127.0.0.1:$PORT/llms.txt
   a 402:         curl -i 'http://127.0.0.1:$PORT/api/http?url=http://127.0.0.1:$SITE_PORT/'
   pay a call:    node tests/e2e/pay.mjs --state $STATE --url 'http://127.0.0.1:$PORT/api/http?url=http://127.0.0.1:$SITE_PORT/'
-  free demo:     curl http://127.0.0.1:$PORT/api/demo/http
+  free demo:     curl http://127.0.0.1:$PORT/api/demo/http   (its fixed input is https://example.com/: needs internet)
 Ctrl-C stops paycall, the page server and the chain.
 MSG
 wait "${pids[2]}"
