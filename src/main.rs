@@ -51,7 +51,8 @@ enum Command {
 
 fn init_logs(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PAYCALL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // hyper's per-connection errors (a client hanging up mid-request) are not ours to report
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,warp::server=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

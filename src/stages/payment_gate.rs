@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
 use crate::pipeline::{
@@ -80,6 +81,8 @@ struct Gate {
     ledger: Arc<Ledger>,
     /// Unix ms of the last background /supported refresh we started.
     last_refresh: AtomicU64,
+    /// Rendered plain challenges by (method, message, Solana feePayer).
+    rendered: RwLock<HashMap<String, Reply>>,
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -109,6 +112,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         facilitator: ctx.services.need::<FacilitatorClient>()?,
         ledger: ctx.services.need::<Ledger>()?,
         last_refresh: AtomicU64::new(0),
+        rendered: RwLock::new(HashMap::new()),
     }))
 }
 
@@ -274,7 +278,42 @@ impl Gate {
     /// The 402: PAYMENT-REQUIRED header and the same challenge as the JSON body.
     fn challenge(&self, method: &Method, error: &str, message: &str) -> Reply {
         let offers = self.offers();
-        let pr = payment_required(error, &self.resource, &offers, self.extension_for(method));
+        // The plain challenge is the hot path (every unpaid probe): render it once per method
+        // and set of offers, then serve clones (the body is shared `Bytes`).
+        let key = format!(
+            "{method}|{error}|{message}|{}",
+            offers
+                .iter()
+                .filter_map(|o| o.extra.get("feePayer").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let plain = error == "Payment required";
+        if plain {
+            if let Some(r) = self.rendered.read().ok().and_then(|m| m.get(&key).cloned()) {
+                return r;
+            }
+        }
+        let reply = self.render_challenge(method, error, message, &offers);
+        if plain {
+            if let Ok(mut m) = self.rendered.write() {
+                if m.len() > 64 {
+                    m.clear();
+                }
+                m.insert(key, reply.clone());
+            }
+        }
+        reply
+    }
+
+    fn render_challenge(
+        &self,
+        method: &Method,
+        error: &str,
+        message: &str,
+        offers: &[Requirement],
+    ) -> Reply {
+        let pr = payment_required(error, &self.resource, offers, self.extension_for(method));
         let mut body = pr.clone();
         if let Value::Object(m) = &mut body {
             m.insert("message".into(), Value::String(message.to_string()));
