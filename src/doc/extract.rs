@@ -19,6 +19,8 @@ pub struct Selection {
 
 /// A pass shorter than this (text characters) is retried with fewer exclusions.
 const MIN_ARTICLE_LEN: u32 = 500;
+/// A selection shorter than this gives way to the whole body's text.
+const MIN_FALLBACK_LEN: u32 = 140;
 
 /// Subtree statistics over the nodes still in play.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,6 +35,10 @@ struct Stat {
     embed: u32,
     heading: u32,
     list: u32,
+    /// Block elements (Readability's `DIV_TO_P_ELEMS`) in the subtree, this node included.
+    blocks: u32,
+    /// Link-free text inside paragraphs (`p`, and `div`s without block children).
+    ptext: u32,
 }
 
 impl Stat {
@@ -47,6 +53,8 @@ impl Stat {
         self.embed += o.embed;
         self.heading += o.heading;
         self.list += o.list;
+        self.blocks += o.blocks;
+        self.ptext += o.ptext;
     }
 
     fn sub(&mut self, o: &Stat) {
@@ -60,6 +68,8 @@ impl Stat {
         self.embed = self.embed.saturating_sub(o.embed);
         self.heading = self.heading.saturating_sub(o.heading);
         self.list = self.list.saturating_sub(o.list);
+        self.blocks = self.blocks.saturating_sub(o.blocks);
+        self.ptext = self.ptext.saturating_sub(o.ptext);
     }
 
     fn link_density(&self) -> f64 {
@@ -97,6 +107,48 @@ fn regexes() -> &'static Regexes {
             share: re(r"(\b|_)(share|sharedaddy)(\b|_)"),
         }
     })
+}
+
+/// Readability's `DIV_TO_P_ELEMS` (plus links, as this engine always had): a div holding one
+/// of these is a container, not a paragraph.
+fn is_div_to_p_block(tag: &str) -> bool {
+    matches!(
+        tag,
+        "a" | "blockquote" | "dl" | "div" | "img" | "ol" | "p" | "pre" | "table" | "ul"
+    )
+}
+
+/// Other elements that end a run of inline content.
+fn is_other_block(tag: &str) -> bool {
+    matches!(
+        tag,
+        "address"
+            | "article"
+            | "aside"
+            | "dd"
+            | "details"
+            | "dt"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "header"
+            | "hr"
+            | "li"
+            | "main"
+            | "nav"
+            | "section"
+            | "tr"
+            | "td"
+            | "th"
+    )
 }
 
 /// Elements that are never article text.
@@ -282,9 +334,18 @@ impl<'a> Pass<'a> {
                             s.add(&self.stat[c]);
                         }
                     }
-                    match dom.tag(ix) {
+                    let tag = dom.tag(ix);
+                    let child_blocks = s.blocks;
+                    if is_div_to_p_block(tag) {
+                        s.blocks += 1;
+                    }
+                    if tag == "p" || (tag == "div" && child_blocks == 0) {
+                        // Readability turns block-free divs into paragraphs.
+                        s.p += 1;
+                        s.ptext = s.len.saturating_sub(s.link);
+                    }
+                    match tag {
                         "a" => s.link = s.len,
-                        "p" => s.p += 1,
                         "img" => s.img += 1,
                         "li" => s.li += 1,
                         "input" => s.input += 1,
@@ -315,14 +376,34 @@ impl<'a> Pass<'a> {
     }
 
     fn has_block_child(&self, ix: Ix) -> bool {
+        let own = u32::from(is_div_to_p_block(self.dom.tag(ix)));
+        self.stat[ix].blocks > own
+    }
+
+    /// Runs of inline content (text and phrasing elements) directly inside `ix`, between its
+    /// block children: Readability wraps them in paragraphs. Returns their stats.
+    fn inline_runs(&self, ix: Ix) -> Vec<Stat> {
         let dom = self.dom;
-        (ix + 1..dom.nodes[ix].end).any(|d| {
-            !self.gone[d]
-                && matches!(
-                    dom.tag(d),
-                    "a" | "blockquote" | "dl" | "div" | "img" | "ol" | "p" | "pre" | "table" | "ul"
-                )
-        })
+        let mut runs = Vec::new();
+        let mut cur = Stat::default();
+        for &c in &dom.nodes[ix].children {
+            if self.gone[c] {
+                continue;
+            }
+            let t = dom.tag(c);
+            if dom.elem(c).is_some() && ((t != "a" && is_div_to_p_block(t)) || is_other_block(t)) {
+                if cur.len > 0 {
+                    runs.push(cur);
+                }
+                cur = Stat::default();
+            } else {
+                cur.add(&self.stat[c]);
+            }
+        }
+        if cur.len > 0 {
+            runs.push(cur);
+        }
+        runs
     }
 
     /// Readability's candidate scoring. Returns per-node scores (NaN = not a candidate).
@@ -341,6 +422,19 @@ impl<'a> Pass<'a> {
                 _ => false,
             };
             if !scorable {
+                if matches!(
+                    tag,
+                    "div" | "section" | "article" | "main" | "td" | "blockquote"
+                ) {
+                    for run in self.inline_runs(ix) {
+                        if run.len < 25 || run.link_density() > 0.5 {
+                            continue;
+                        }
+                        let base =
+                            1.0 + run.commas as f64 + (run.len as f64 / 100.0).floor().min(3.0);
+                        self.propagate(&mut score, ix, base);
+                    }
+                }
                 continue;
             }
             let st = self.stat[ix];
@@ -348,19 +442,8 @@ impl<'a> Pass<'a> {
                 continue;
             }
             let base = 1.0 + st.commas as f64 + (st.len as f64 / 100.0).floor().min(3.0);
-            for (level, a) in dom.ancestors(ix).take(5).enumerate() {
-                if dom.elem(a).is_none() {
-                    break;
-                }
-                if score[a].is_nan() {
-                    score[a] = self.init_score(a);
-                }
-                let divider = match level {
-                    0 => 1.0,
-                    1 => 2.0,
-                    l => l as f64 * 3.0,
-                };
-                score[a] += base / divider;
+            if let Some(p) = dom.nodes[ix].parent {
+                self.propagate(&mut score, p, base);
             }
         }
         for ix in 0..n {
@@ -369,6 +452,33 @@ impl<'a> Pass<'a> {
             }
         }
         score
+    }
+
+    /// Adds a paragraph's score to its parent `first` and up to four more ancestors.
+    fn propagate(&self, score: &mut [f64], first: Ix, base: f64) {
+        let dom = self.dom;
+        {
+            {
+                for (level, a) in std::iter::once(first)
+                    .chain(dom.ancestors(first))
+                    .take(5)
+                    .enumerate()
+                {
+                    if dom.elem(a).is_none() {
+                        break;
+                    }
+                    if score[a].is_nan() {
+                        score[a] = self.init_score(a);
+                    }
+                    let divider = match level {
+                        0 => 1.0,
+                        1 => 2.0,
+                        l => l as f64 * 3.0,
+                    };
+                    score[a] += base / divider;
+                }
+            }
+        }
     }
 
     fn init_score(&self, ix: Ix) -> f64 {
@@ -521,6 +631,7 @@ impl<'a> Pass<'a> {
         let r = regexes();
         for &root in roots {
             let end = dom.nodes[root].end;
+            let root_ptext = self.stat[root].ptext;
             // Share widgets and negative headers.
             for ix in root + 1..end {
                 if self.gone[ix] || dom.elem(ix).is_none() {
@@ -544,15 +655,26 @@ impl<'a> Pass<'a> {
                 if matches!(
                     dom.tag(ix),
                     "form" | "fieldset" | "table" | "ul" | "ol" | "div" | "section"
-                ) && self.should_remove(ix)
+                ) && self.should_remove(ix, root_ptext)
                 {
+                    if debug() && self.stat[ix].len > 100 {
+                        eprintln!(
+                            "  clean {ix} <{} class={:?} id={:?}> len {} ld {:.2} w {}",
+                            dom.tag(ix),
+                            dom.attr(ix, "class"),
+                            dom.attr(ix, "id"),
+                            self.stat[ix].len,
+                            self.stat[ix].link_density(),
+                            class_weight(dom, ix)
+                        );
+                    }
                     self.remove(ix);
                 }
             }
         }
     }
 
-    fn should_remove(&self, ix: Ix) -> bool {
+    fn should_remove(&self, ix: Ix, root_ptext: u32) -> bool {
         let dom = self.dom;
         let tag = dom.tag(ix);
         let st = self.stat[ix];
@@ -571,6 +693,11 @@ impl<'a> Pass<'a> {
         let weight = class_weight(dom, ix);
         if weight < 0.0 {
             return true;
+        }
+        // The block holding most of the article's paragraphs stays; its boilerplate parts
+        // were judged on their own (innermost first).
+        if st.ptext >= 200 && st.ptext * 2 >= root_ptext {
+            return false;
         }
         if st.commas >= 10 {
             return false;
@@ -655,6 +782,12 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// `PAYCALL_DOC_DEBUG=1` prints the extraction's choices to stderr (development aid).
+fn debug() -> bool {
+    static D: OnceLock<bool> = OnceLock::new();
+    *D.get_or_init(|| std::env::var_os("PAYCALL_DOC_DEBUG").is_some())
+}
+
 /// Finds the main content of a parsed page.
 pub fn select(dom: &Dom) -> Selection {
     let body = dom.find_tag("body").unwrap_or(0);
@@ -666,6 +799,17 @@ pub fn select(dom: &Dom) -> Selection {
         };
         pass.clean(&roots);
         let len = pass.text_len(&roots);
+        if debug() {
+            for &r in &roots {
+                eprintln!(
+                    "pass strict={strict} root {r} <{} class={:?} id={:?}> len {}",
+                    dom.tag(r),
+                    dom.attr(r, "class"),
+                    dom.attr(r, "id"),
+                    pass.stat[r].len
+                );
+            }
+        }
         let better = best.as_ref().is_none_or(|(l, _, _)| len > *l);
         if better {
             best = Some((len, roots, pass.gone));
@@ -678,7 +822,10 @@ pub fn select(dom: &Dom) -> Selection {
     let body_pass = Pass::new(dom, false);
     let body_len = body_pass.stat[body].len;
     match best {
-        Some((len, roots, gone)) if len > 0 && (len >= MIN_ARTICLE_LEN || len * 4 >= body_len) => {
+        Some((len, roots, gone))
+            if len >= MIN_FALLBACK_LEN
+                && (len >= MIN_ARTICLE_LEN || len * 4 >= body_len || true) =>
+        {
             Selection { roots, skip: gone }
         }
         _ => Selection {
