@@ -87,6 +87,10 @@ struct Regexes {
     positive: Regex,
     negative: Regex,
     share: Regex,
+    /// Small furniture around an article: bylines, dates, share bars, captions, tag lists.
+    furniture: Regex,
+    /// Furniture that may hold images (only its text is furniture).
+    caption: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -105,6 +109,10 @@ fn regexes() -> &'static Regexes {
                 r"-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget",
             ),
             share: re(r"(\b|_)(share|sharedaddy)(\b|_)"),
+            furniture: re(
+                r"byline|author|dateline|timestamp|pubdate|publish|posted|updated|(^|[-_ ])(date|time|meta|tags?|print|rating|follow)([-_ ]|$)|shar(e|ing)|social|addthis|addtoany|sociable|breadcrumb|related|newsletter|subscri|signup|sign-up|promo|advert|sponsor|cookie|consent|toolbar|read-?more|more-stories|recommend|outbrain|taboola|disclaimer|copyright",
+            ),
+            caption: re(r"caption|credit"),
         }
     })
 }
@@ -268,12 +276,14 @@ fn text_stat(t: &str) -> (u32, u32) {
 
 struct Pass<'a> {
     dom: &'a Dom,
+    /// The page's title, lower-cased words: a heading repeating it is not content.
+    title: Vec<String>,
     gone: Vec<bool>,
     stat: Vec<Stat>,
 }
 
 impl<'a> Pass<'a> {
-    fn new(dom: &'a Dom, strict: bool) -> Pass<'a> {
+    fn new(dom: &'a Dom, strict: bool, title: Option<&str>) -> Pass<'a> {
         let n = dom.nodes.len();
         let r = regexes();
         let mut gone = vec![false; n];
@@ -308,6 +318,7 @@ impl<'a> Pass<'a> {
         }
         let mut pass = Pass {
             dom,
+            title: title.map(words).unwrap_or_default(),
             gone,
             stat: vec![Stat::default(); n],
         };
@@ -638,12 +649,34 @@ impl<'a> Pass<'a> {
                     continue;
                 }
                 let tag = dom.tag(ix);
+                let heading = matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
                 if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
                     self.remove(ix);
                     continue;
                 }
+                let st = self.stat[ix];
+                // The title (kept apart in the metadata), and teaser headings that are links.
+                if heading && (self.repeats_title(ix) || (st.len > 0 && st.link * 10 >= st.len * 9))
+                {
+                    self.remove(ix);
+                    continue;
+                }
                 let ci = class_id(dom, ix);
-                if ci.len() > 1 && r.share.is_match(&ci) && self.stat[ix].len < 500 {
+                if ci.len() > 1 && r.share.is_match(&ci) && st.len < 500 {
+                    self.remove(ix);
+                    continue;
+                }
+                if st.len < 300
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && (matches!(tag, "figcaption" | "address" | "time")
+                        || dom.attr(ix, "rel") == Some("author")
+                        || dom
+                            .attr(ix, "itemprop")
+                            .is_some_and(|v| v.contains("author") || v.starts_with("date"))
+                        || (ci.len() > 1
+                            && (r.furniture.is_match(&ci)
+                                || (st.img == 0 && r.caption.is_match(&ci)))))
+                {
                     self.remove(ix);
                 }
             }
@@ -672,6 +705,20 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+    }
+
+    /// Whether heading `ix` repeats the page title.
+    fn repeats_title(&self, ix: Ix) -> bool {
+        if self.title.is_empty() {
+            return false;
+        }
+        let h = words(&self.dom.raw_text(ix));
+        if h.is_empty() {
+            return false;
+        }
+        let common = h.iter().filter(|w| self.title.contains(w)).count();
+        // Most of the heading's words are the title's, and it says most of the title.
+        common * 4 >= h.len() * 3 && common * 2 >= self.title.len()
     }
 
     fn should_remove(&self, ix: Ix, root_ptext: u32) -> bool {
@@ -724,6 +771,7 @@ impl<'a> Pass<'a> {
                 && !in_figure)
             || (!is_list && weight < 25.0 && ld > 0.2)
             || (weight >= 25.0 && ld > 0.5)
+            || (is_list && ld > 0.5)
             || (st.embed == 1 && len < 75)
             || st.embed > 1;
         if remove && is_list {
@@ -782,6 +830,14 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// Lower-case word tokens of a text.
+fn words(s: &str) -> Vec<String> {
+    super::score::tokenize(s)
+        .into_iter()
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// `PAYCALL_DOC_DEBUG=1` prints the extraction's choices to stderr (development aid).
 fn debug() -> bool {
     static D: OnceLock<bool> = OnceLock::new();
@@ -789,11 +845,11 @@ fn debug() -> bool {
 }
 
 /// Finds the main content of a parsed page.
-pub fn select(dom: &Dom) -> Selection {
+pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let body = dom.find_tag("body").unwrap_or(0);
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
     for strict in [true, false] {
-        let mut pass = Pass::new(dom, strict);
+        let mut pass = Pass::new(dom, strict, title);
         let Some((roots, _)) = pass.choose(body) else {
             continue;
         };
@@ -819,7 +875,7 @@ pub fn select(dom: &Dom) -> Selection {
         }
     }
     // Nothing article-like, or too little of the page: the body's readable text.
-    let body_pass = Pass::new(dom, false);
+    let body_pass = Pass::new(dom, false, title);
     let body_len = body_pass.stat[body].len;
     match best {
         Some((len, roots, gone))
