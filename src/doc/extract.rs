@@ -428,8 +428,9 @@ impl<'a> Pass<'a> {
             }
             let tag = dom.tag(ix);
             let scorable = match tag {
-                "p" | "td" | "pre" | "section" | "h2" | "h3" | "h4" | "h5" | "h6" => true,
-                "div" => !self.has_block_child(ix),
+                "p" | "pre" | "h2" | "h3" | "h4" | "h5" | "h6" => true,
+                // A container scores through its paragraphs, not as one big paragraph.
+                "div" | "section" | "td" => !self.has_block_child(ix),
                 _ => false,
             };
             if !scorable {
@@ -511,6 +512,18 @@ impl<'a> Pass<'a> {
             .filter(|&i| !score[i].is_nan())
             .collect();
         cands.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
+        if debug() {
+            for &c in cands.iter().take(5) {
+                eprintln!(
+                    "  cand {c} <{} class={:?} id={:?}> score {:.1} len {}",
+                    dom.tag(c),
+                    dom.attr(c, "class"),
+                    dom.attr(c, "id"),
+                    score[c],
+                    self.stat[c].len
+                );
+            }
+        }
         let &first = cands.first()?;
         let mut top = first;
         if top == body {
@@ -681,7 +694,7 @@ impl<'a> Pass<'a> {
                 }
             }
             // Conditional cleaning, innermost first.
-            for ix in (root..end).rev() {
+            for ix in (root + 1..end).rev() {
                 if self.gone[ix] {
                     continue;
                 }
