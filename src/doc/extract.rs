@@ -646,7 +646,49 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        if !off("cousins") {
+            self.add_cousins(top, top_score, score, &mut roots);
+        }
         Some((roots, score.to_vec()))
+    }
+
+    /// Article text split over several containers of the same kind (`article__body` chunks
+    /// under different wrappers): siblings of the top candidate's ancestors (up to three
+    /// levels) holding a well-scored block with the top's class join the selection.
+    fn add_cousins(&self, top: Ix, top_score: f64, score: &[f64], roots: &mut Vec<Ix>) {
+        let dom = self.dom;
+        let Some(class) = dom.attr(top, "class").filter(|c| !c.trim().is_empty()) else {
+            return;
+        };
+        let threshold = (top_score * COUSIN_SHARE).max(10.0);
+        let mut node = top;
+        for _ in 0..3 {
+            let Some(parent) = dom.nodes[node].parent else {
+                break;
+            };
+            let Some(grand) = dom.nodes[parent].parent else {
+                break;
+            };
+            if matches!(dom.tag(parent), "body" | "html" | "") || dom.elem(grand).is_none() {
+                break;
+            }
+            for &s in &dom.nodes[grand].children {
+                if s == parent || self.gone[s] || dom.elem(s).is_none() {
+                    continue;
+                }
+                let twin = (s..dom.nodes[s].end).any(|d| {
+                    !score[d].is_nan()
+                        && score[d] >= threshold
+                        && dom.attr(d, "class") == Some(class)
+                });
+                if twin && self.stat[s].link_density() < 0.3 {
+                    roots.push(s);
+                }
+            }
+            node = parent;
+        }
+        roots.sort_unstable();
+        roots.dedup();
     }
 
     /// Readability's `_prepArticle`, over the chosen roots.
@@ -680,6 +722,7 @@ impl<'a> Pass<'a> {
                     continue;
                 }
                 if st.len < 300
+                    && !off("furniture")
                     && st.ptext * 2 < root_ptext.max(1)
                     && (matches!(tag, "figcaption" | "address" | "time")
                         || dom.attr(ix, "rel") == Some("author")
@@ -784,7 +827,7 @@ impl<'a> Pass<'a> {
                 && !in_figure)
             || (!is_list && weight < 25.0 && ld > 0.2)
             || (weight >= 25.0 && ld > 0.5)
-            || (is_list && ld > 0.5)
+            || (is_list && ld > 0.5 && off("nolinklist"))
             || (st.embed == 1 && len < 75)
             || st.embed > 1;
         if remove && is_list {
@@ -851,6 +894,23 @@ fn words(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// A cousin block joins the article when it holds a candidate scoring this share of the top.
+const COUSIN_SHARE: f64 = 0.25;
+
+/// `PAYCALL_DOC_OFF=a,b` switches named heuristics off (development aid for A/B runs).
+fn off(name: &str) -> bool {
+    static O: OnceLock<Vec<String>> = OnceLock::new();
+    O.get_or_init(|| {
+        std::env::var("PAYCALL_DOC_OFF")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    })
+    .iter()
+    .any(|o| o == name)
+}
+
 /// `PAYCALL_DOC_DEBUG=1` prints the extraction's choices to stderr (development aid).
 fn debug() -> bool {
     static D: OnceLock<bool> = OnceLock::new();
@@ -887,19 +947,16 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
             break;
         }
     }
-    // Nothing article-like, or too little of the page: the body's readable text.
-    let body_pass = Pass::new(dom, false, title);
-    let body_len = body_pass.stat[body].len;
-    match best {
-        Some((len, roots, gone))
-            if len >= MIN_FALLBACK_LEN
-                && (len >= MIN_ARTICLE_LEN || len * 4 >= body_len || true) =>
-        {
-            Selection { roots, skip: gone }
+    // A selection, however short (short news items are common), unless it is next to nothing.
+    if let Some((len, roots, gone)) = best {
+        if len >= MIN_FALLBACK_LEN {
+            return Selection { roots, skip: gone };
         }
-        _ => Selection {
-            roots: vec![body],
-            skip: body_pass.gone,
-        },
+    }
+    // Nothing article-like: the body's readable text.
+    let body_pass = Pass::new(dom, false, title);
+    Selection {
+        roots: vec![body],
+        skip: body_pass.gone,
     }
 }
