@@ -29,6 +29,10 @@ pub const MAX_JSON_LD: usize = 50;
 /// Longest metadata string kept (title, description…); longer ones are cut.
 const MAX_META_CHARS: usize = 2000;
 
+/// Attributes kept per element; the parser checks each new attribute against all earlier ones,
+/// so 40,000 attributes on one tag cost a second (measured) before any budget can apply.
+pub const MAX_ATTRIBUTES: usize = 256;
+
 /// Elements whose text is never page text.
 const NON_TEXT: &[&str] = &["script", "style", "noscript", "template", "head", "title"];
 
@@ -45,7 +49,8 @@ impl Page {
     /// parse stays linear); `depth` is measured on the result, which is enough to refuse pages
     /// deeper than any cap below the guard's.
     pub fn parse(text: &str, url: Option<&Url>) -> Page {
-        let bounded = bound_input(text);
+        let capped = cap_attributes(text, MAX_ATTRIBUTES);
+        let bounded = bound_input(&capped);
         let html = Html::parse_document(&bounded);
         let depth = max_depth(&html);
         // <base href> changes how relative links resolve, as in a browser.
@@ -328,6 +333,106 @@ fn is_block(name: &str) -> bool {
     )
 }
 
+/// Drops the attributes after the first `max` of every start tag, in one linear pass that
+/// tokenizes tags the way the HTML tokenizer does (quoted values, comments, raw-text elements
+/// such as `<script>` skipped). Borrowed when nothing needed changing.
+pub fn cap_attributes(html: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    const RAW: &[&str] = &[
+        "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
+    ];
+    let b = html.as_bytes();
+    let n = b.len();
+    let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+    let mut drops: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while let Some(off) = b[i..].iter().position(|&c| c == b'<') {
+        let lt = i + off;
+        if b[lt..].starts_with(b"<!--") {
+            i = find_ci(b, lt + 4, b"-->").map_or(n, |p| p + 3);
+            continue;
+        }
+        if lt + 1 >= n || !b[lt + 1].is_ascii_alphabetic() {
+            i = lt + 1;
+            continue;
+        }
+        let mut j = lt + 1;
+        while j < n && !ws(b[j]) && b[j] != b'>' && b[j] != b'/' {
+            j += 1;
+        }
+        let name = html[lt + 1..j].to_ascii_lowercase();
+        let mut count = 0usize;
+        let mut cut_at = None;
+        loop {
+            while j < n && (ws(b[j]) || b[j] == b'/') {
+                j += 1;
+            }
+            if j >= n || b[j] == b'>' {
+                break;
+            }
+            if count == max && cut_at.is_none() {
+                cut_at = Some(j);
+            }
+            count += 1;
+            j += 1; // an attribute name has at least one character (even `=`)
+            while j < n && !ws(b[j]) && b[j] != b'/' && b[j] != b'>' && b[j] != b'=' {
+                j += 1;
+            }
+            while j < n && ws(b[j]) {
+                j += 1;
+            }
+            if j < n && b[j] == b'=' {
+                j += 1;
+                while j < n && ws(b[j]) {
+                    j += 1;
+                }
+                if j < n && (b[j] == b'"' || b[j] == b'\'') {
+                    let q = b[j];
+                    j = b[j + 1..]
+                        .iter()
+                        .position(|&c| c == q)
+                        .map_or(n, |p| j + 1 + p + 1);
+                } else {
+                    while j < n && !ws(b[j]) && b[j] != b'>' {
+                        j += 1;
+                    }
+                }
+            }
+        }
+        if let Some(c) = cut_at {
+            drops.push((c, j.min(n)));
+        }
+        i = (j + 1).min(n);
+        if RAW.contains(&name.as_str()) {
+            let close = format!("</{name}");
+            i = find_ci(b, i, close.as_bytes()).unwrap_or(n);
+        }
+        if i >= n {
+            break;
+        }
+    }
+    if drops.is_empty() {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut at = 0;
+    for (start, end) in drops {
+        out.push_str(&html[at..start]);
+        at = end;
+    }
+    out.push_str(&html[at..]);
+    std::borrow::Cow::Owned(out)
+}
+
+fn find_ci(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    if from >= b.len() || needle.len() > b.len() - from {
+        return None;
+    }
+    b[from..]
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+        .map(|p| p + from)
+}
+
 /// Deepest element nesting of the tree (`<html>` is 1), without recursion.
 pub fn max_depth(html: &Html) -> usize {
     let mut depth = 0usize;
@@ -524,6 +629,41 @@ mod tests {
         let p = Page::parse(&html, None);
         assert_eq!(p.depth, 302, "html, body and 300 divs");
         assert_eq!(Page::parse("<p>x", None).depth, 3);
+    }
+
+    #[test]
+    fn attributes_are_capped_per_element() {
+        let many: String = (0..1000).map(|k| format!(" a{k}=\"v>{k}\"")).collect();
+        let html = format!("<p{many}>text</p><script>x = '<i {many}>';</script><b c=1>b</b>");
+        let capped = cap_attributes(&html, 256);
+        let p = Page::parse(&html, None);
+        let el = p
+            .html
+            .select(&scraper::Selector::parse("p").unwrap())
+            .next()
+            .unwrap();
+        assert_eq!(el.value().attrs().count(), 256);
+        assert_eq!(el.value().attr("a255"), Some("v>255"));
+        assert_eq!(text_of(el), "text");
+        assert!(
+            capped.contains(&format!("<i {many}>")),
+            "script text untouched"
+        );
+        assert!(capped.ends_with("<b c=1>b</b>"));
+        let b = p
+            .html
+            .select(&scraper::Selector::parse("b[c]").unwrap())
+            .count();
+        assert_eq!(b, 1);
+        let plain = "<p a=1 b='2' c>x</p><!-- <p d e f> -->";
+        assert!(matches!(
+            cap_attributes(plain, 2),
+            std::borrow::Cow::Owned(_)
+        ));
+        assert!(matches!(
+            cap_attributes(plain, 3),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]
