@@ -246,6 +246,11 @@ impl Stage for Fetch {
     }
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
+        // An earlier stage already has the document (own_file: a demo reading the service's
+        // own sample from disk).
+        if ex.slots.get::<Fetched>().is_some() {
+            return Flow::Continue;
+        }
         let Some(url) = ex.target.clone() else {
             return ex.fail(
                 StatusCode::INTERNAL_SERVER_ERROR,
