@@ -5,6 +5,7 @@
 pub mod config;
 pub mod doc;
 pub mod net;
+pub mod pdf;
 pub mod pipeline;
 pub mod server;
 pub mod stages;

@@ -7,7 +7,9 @@ pub mod fetch;
 pub mod http_record;
 pub mod markdown;
 pub mod payment_gate;
+pub mod pdf_text;
 pub mod settle;
+pub mod static_file;
 pub mod static_reply;
 pub mod url_guard;
 
@@ -24,4 +26,7 @@ pub static REGISTRY: &[StageFactory] = &[
     bill::FACTORY,
     settle::FACTORY,
     extract::FACTORY,
+    pdf_text::FACTORY,
+    static_file::FACTORY,
+    static_file::OWN_FILE,
 ];
