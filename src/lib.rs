@@ -6,6 +6,7 @@ pub mod config;
 pub mod doc;
 pub mod net;
 pub mod pipeline;
+pub mod search;
 pub mod server;
 pub mod stages;
 pub mod x402;
