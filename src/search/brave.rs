@@ -26,6 +26,18 @@ impl Brave {
     }
 }
 
+/// Brave's `search_lang` codes are lower case (`en`, `en-gb`, `pt-br`, `zh-hans`) and use `jp`
+/// for Japanese.
+fn search_lang(lang: &str) -> String {
+    let l = lang.to_ascii_lowercase();
+    match l.as_str() {
+        "ja" => "jp".into(),
+        "zh-cn" => "zh-hans".into(),
+        "zh-tw" | "zh-hk" => "zh-hant".into(),
+        _ => l,
+    }
+}
+
 impl Provider for Brave {
     fn name(&self) -> &'static str {
         "brave"
@@ -55,7 +67,7 @@ impl Provider for Brave {
                 qp.append_pair("country", &c.to_ascii_uppercase());
             }
             if let Some(l) = &query.lang {
-                qp.append_pair("search_lang", &l.to_ascii_lowercase());
+                qp.append_pair("search_lang", &search_lang(l));
             }
             if let Some(f) = query.freshness {
                 qp.append_pair(
@@ -138,6 +150,9 @@ mod tests {
         );
         assert_eq!(r.headers["x-subscription-token"], "k1");
         assert_eq!(r.headers["accept"], "application/json");
+        assert_eq!(search_lang("ja"), "jp");
+        assert_eq!(search_lang("pt-BR"), "pt-br");
+        assert_eq!(search_lang("zh-TW"), "zh-hant");
     }
 
     #[test]

@@ -171,6 +171,7 @@ fn bad(code: &str, message: impl Into<String>) -> Reply {
 }
 
 /// The caller's query from the validated input, or the 400.
+#[allow(clippy::result_large_err)] // a Reply is the house's error type for input checks
 fn query_of(input: &Map<String, Value>) -> Result<Query, Reply> {
     let q = input
         .get("q")
