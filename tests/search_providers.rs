@@ -223,7 +223,7 @@ async fn a_slow_page_never_holds_the_others_and_all_failing_pages_still_answer()
         "slow",
         &[
             up.url("/slow?ms=20000"),
-            up.url("/article"),
+            up.url("/article#untitled"),
             up.url("/hello"),
         ],
     );
@@ -239,6 +239,10 @@ async fn a_slow_page_never_holds_the_others_and_all_failing_pages_still_answer()
     assert_eq!(r[0]["ok"], false);
     assert_eq!(r[0]["error"]["code"], "upstream_timeout", "{}", r[0]);
     assert_eq!(r[1]["ok"], true);
+    assert_eq!(
+        r[1]["title"], "Upstream article",
+        "an untitled result takes the page's title"
+    );
     assert_eq!(r[2]["ok"], true);
     assert_eq!(content(&r[2]), "hello");
     assert_eq!(b["fetchedOk"], 2);

@@ -20,7 +20,7 @@ impl Brave {
     pub fn new(base: Url, key: Option<String>, key_source: String) -> Brave {
         Brave {
             base,
-            key: key.filter(|k| !k.trim().is_empty()),
+            key: key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty()),
             key_source,
         }
     }
@@ -50,7 +50,11 @@ impl Provider for Brave {
 
     fn configured(&self) -> Result<(), String> {
         match &self.key {
-            Some(_) => Ok(()),
+            Some(k) if HeaderValue::from_str(k).is_ok() => Ok(()),
+            Some(_) => Err(format!(
+                "{} holds characters not allowed in an HTTP header",
+                self.key_source
+            )),
             None => Err(format!("{} is not set", self.key_source)),
         }
     }
@@ -162,6 +166,17 @@ mod tests {
             "BRAVE_API_KEY is not set"
         );
         assert!(brave(Some(" ")).configured().is_err());
+        assert!(brave(Some("a\u{7f}b")).configured().is_err());
+        let trimmed = brave(Some("k2\n"));
+        assert!(trimmed.configured().is_ok());
+        let q = Query {
+            q: "x".into(),
+            n: 1,
+            country: None,
+            lang: None,
+            freshness: None,
+        };
+        assert_eq!(trimmed.request(&q).headers["x-subscription-token"], "k2");
         assert!(brave(Some("k")).configured().is_ok());
     }
 

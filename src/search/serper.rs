@@ -20,7 +20,7 @@ impl Serper {
     pub fn new(base: Url, key: Option<String>, key_source: String) -> Serper {
         Serper {
             base,
-            key: key.filter(|k| !k.trim().is_empty()),
+            key: key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty()),
             key_source,
         }
     }
@@ -38,7 +38,11 @@ impl Provider for Serper {
 
     fn configured(&self) -> Result<(), String> {
         match &self.key {
-            Some(_) => Ok(()),
+            Some(k) if HeaderValue::from_str(k).is_ok() => Ok(()),
+            Some(_) => Err(format!(
+                "{} holds characters not allowed in an HTTP header",
+                self.key_source
+            )),
             None => Err(format!("{} is not set", self.key_source)),
         }
     }

@@ -224,6 +224,8 @@ struct Page {
     status: Option<u16>,
     truncated: bool,
     content: Option<String>,
+    /// The page's own title, for results the provider left untitled.
+    title: Option<String>,
     error: Option<(String, String)>,
 }
 
@@ -235,6 +237,7 @@ impl Page {
             status: None,
             truncated: false,
             content: None,
+            title: None,
             error: Some((code.to_string(), message.into())),
         }
     }
@@ -303,6 +306,7 @@ impl Search {
                 status: Some(status),
                 truncated: resp.truncated || text.cut,
                 content: Some(text.content),
+                title: text.title,
                 error: None,
             },
             Ok(Err(e)) => with_answer(Page::failed("unsupported_content_type", e.to_string())),
@@ -405,10 +409,14 @@ impl Stage for Search {
             .zip(pages)
             .enumerate()
             .map(|(i, (h, p))| {
+                let title = match (h.title.is_empty(), p.title) {
+                    (true, Some(t)) => t,
+                    _ => h.title.clone(),
+                };
                 let mut r = json!({
                     "rank": i + 1,
                     "url": h.url,
-                    "title": h.title,
+                    "title": title,
                     "snippet": h.snippet,
                     "ok": p.ok,
                     "finalUrl": p.final_url.unwrap_or_else(|| h.url.clone()),

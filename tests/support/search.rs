@@ -9,6 +9,8 @@
 //!   `credits`: 400 with Serper's error body; `engines`: SearXNG's "every engine failed" answer;
 //!   `garbage`: 200 with HTML; `slowprovider`: waits 30 s.
 //!
+//! A scenario URL ending in `#untitled` gets an empty title (a provider result without one).
+//!
 //! Keys: Brave requires `X-Subscription-Token: test-brave-key` (401 otherwise), Serper requires
 //! `X-API-KEY: test-serper-key` (403 otherwise).
 //!
@@ -117,6 +119,9 @@ fn with_urls(fixture_name: &str, pointer: &str, url_key: &str, urls: &[String]) 
     for (i, u) in urls.iter().enumerate() {
         let mut r = template[i.min(template.len() - 1)].clone();
         r[url_key] = Value::String(u.clone());
+        if u.ends_with("#untitled") {
+            r["title"] = Value::String(String::new());
+        }
         list.push(r);
     }
     v.to_string()
