@@ -9,6 +9,10 @@
 //!   --only <id prefix>          run on matching pages only
 //!   --worst <n>                 how many of the worst pages to list (default 10)
 //!   --repeat <n>                extraction rounds for the speed figures (default 1)
+//!   --readability               the directory is Mozilla Readability's `test-pages/` instead:
+//!                               each `<case>/source.html` is extracted and scored against the
+//!                               text of `<case>/expected.html` with the same metric (held-out
+//!                               check: the engine was never tuned on these pages)
 //! ```
 //!
 //! The benchmark directory holds `ground-truth.json` and `html/<id>.html.gz`. Quality is scored
@@ -30,6 +34,7 @@ struct Args {
     only: Option<String>,
     worst: usize,
     repeat: usize,
+    readability: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -42,6 +47,7 @@ fn parse_args() -> Result<Args, String> {
         only: None,
         worst: 10,
         repeat: 1,
+        readability: false,
     };
     let mut dir = None;
     while let Some(arg) = it.next() {
@@ -50,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
             "--bench" => {} // added by `cargo bench`
             "--score-output" => a.score_output = Some(value("--score-output")?.into()),
             "--as-markdown" => a.as_markdown = true,
+            "--readability" => a.readability = true,
             "--dump" => a.dump = Some(value("--dump")?.into()),
             "--only" => a.only = Some(value("--only")?),
             "--worst" => {
@@ -91,6 +98,9 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let args = parse_args()?;
+    if args.readability {
+        return run_readability(&args);
+    }
     let truth = load_json(&args.dir.join("ground-truth.json"))?;
     let truth = truth
         .as_object()
@@ -180,6 +190,128 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
+/// Held-out check on Readability's test pages: our markdown's text against the text of the
+/// expected HTML.
+fn run_readability(args: &Args) -> Result<(), String> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&args.dir)
+        .map_err(|e| format!("cannot read {}: {e}", args.dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("source.html").is_file() && p.join("expected.html").is_file())
+        .filter(|p| {
+            args.only.as_ref().is_none_or(|o| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(o.as_str()))
+            })
+        })
+        .collect();
+    cases.sort();
+    if cases.is_empty() {
+        return Err("no test pages selected".into());
+    }
+    if let Some(d) = &args.dump {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    let base = url::Url::parse("http://fakehost/test/page.html").ok();
+    let mut names = Vec::new();
+    let mut rows_owned = Vec::new();
+    let mut elapsed = Duration::ZERO;
+    let mut bytes = 0usize;
+    for case in &cases {
+        let read = |f: &str| {
+            std::fs::read_to_string(case.join(f))
+                .map_err(|e| format!("cannot read {}/{f}: {e}", case.display()))
+        };
+        let (source, expected) = (read("source.html")?, read("expected.html")?);
+        bytes += source.len();
+        let t = Instant::now();
+        let doc = html_to_markdown(&source, base.as_ref());
+        elapsed += t.elapsed();
+        let name = case
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if let Some(d) = &args.dump {
+            let _ = std::fs::write(d.join(format!("{name}.md")), &doc.markdown);
+        }
+        let o = shingle_overlap(&html_text(&expected), &markdown_to_text(&doc.markdown));
+        names.push(name);
+        rows_owned.push(o);
+    }
+    let rows: Vec<(&str, Overlap)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(rows_owned.iter().copied())
+        .collect();
+    report(&rows, &serde_json::Map::new(), args.worst);
+    let secs = elapsed.as_secs_f64();
+    println!(
+        "speed: {} pages, {:.1} MB in {:.3} s → {:.1} pages/s (html_to_markdown only)",
+        cases.len(),
+        bytes as f64 / 1e6,
+        secs,
+        cases.len() as f64 / secs
+    );
+    Ok(())
+}
+
+/// Text of an HTML fragment, with block boundaries as line breaks.
+fn html_text(html: &str) -> String {
+    const BLOCKS: &[&str] = &[
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "figcaption",
+        "figure",
+        "footer",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "td",
+        "th",
+        "tr",
+        "ul",
+    ];
+    let is_block =
+        |n: &scraper::Node| matches!(n, scraper::Node::Element(e) if BLOCKS.contains(&e.name()));
+    let doc = scraper::Html::parse_document(html);
+    let mut out = String::new();
+    for n in doc.tree.root().descendants() {
+        match n.value() {
+            scraper::Node::Text(t) => {
+                // Text after a closed block starts a new line.
+                if n.prev_sibling().is_some_and(|p| is_block(p.value())) {
+                    out.push('\n');
+                }
+                out.push_str(t);
+            }
+            v if is_block(v) => out.push('\n'),
+            _ => {}
+        }
+    }
+    out
+}
+
 fn report(rows: &[(&str, Overlap)], truth: &serde_json::Map<String, Value>, worst: usize) {
     let overlaps: Vec<Overlap> = rows.iter().map(|(_, o)| *o).collect();
     let s = summarize(&overlaps);
@@ -196,7 +328,11 @@ fn report(rows: &[(&str, Overlap)], truth: &serde_json::Map<String, Value>, wors
     sorted.sort_by(|a, b| a.1.f1().total_cmp(&b.1.f1()));
     println!("worst {worst}:");
     for (id, o) in sorted.iter().take(worst) {
-        let url = truth[*id].get("url").and_then(Value::as_str).unwrap_or("");
+        let url = truth
+            .get(*id)
+            .and_then(|t| t.get("url"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
         println!(
             "  {}  F1 {:.3}  P {:.3}  R {:.3}  {url}",
             &id[..id.len().min(16)],

@@ -19,6 +19,8 @@ pub struct Selection {
 
 /// A pass shorter than this (text characters) is retried with fewer exclusions.
 const MIN_ARTICLE_LEN: u32 = 500;
+/// A selection shorter than this gives way to the whole body's text.
+const MIN_FALLBACK_LEN: u32 = 140;
 
 /// Subtree statistics over the nodes still in play.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,6 +35,10 @@ struct Stat {
     embed: u32,
     heading: u32,
     list: u32,
+    /// Block elements (Readability's `DIV_TO_P_ELEMS`) in the subtree, this node included.
+    blocks: u32,
+    /// Link-free text inside paragraphs (`p`, and `div`s without block children).
+    ptext: u32,
 }
 
 impl Stat {
@@ -47,6 +53,8 @@ impl Stat {
         self.embed += o.embed;
         self.heading += o.heading;
         self.list += o.list;
+        self.blocks += o.blocks;
+        self.ptext += o.ptext;
     }
 
     fn sub(&mut self, o: &Stat) {
@@ -60,6 +68,8 @@ impl Stat {
         self.embed = self.embed.saturating_sub(o.embed);
         self.heading = self.heading.saturating_sub(o.heading);
         self.list = self.list.saturating_sub(o.list);
+        self.blocks = self.blocks.saturating_sub(o.blocks);
+        self.ptext = self.ptext.saturating_sub(o.ptext);
     }
 
     fn link_density(&self) -> f64 {
@@ -77,6 +87,10 @@ struct Regexes {
     positive: Regex,
     negative: Regex,
     share: Regex,
+    /// Small furniture around an article: bylines, dates, share bars, captions, tag lists.
+    furniture: Regex,
+    /// Furniture that may hold images (only its text is furniture).
+    caption: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -95,8 +109,54 @@ fn regexes() -> &'static Regexes {
                 r"-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget",
             ),
             share: re(r"(\b|_)(share|sharedaddy)(\b|_)"),
+            furniture: re(
+                r"byline|author|dateline|timestamp|pubdate|publish|posted|updated|(^|[-_ ])(date|time|meta|tags?|print|rating|follow)([-_ ]|$)|shar(e|ing)|social|addthis|addtoany|sociable|breadcrumb|related|newsletter|subscri|signup|sign-up|promo|advert|sponsor|cookie|consent|toolbar|read-?more|more-stories|recommend|outbrain|taboola|disclaimer|copyright",
+            ),
+            caption: re(r"caption|credit"),
         }
     })
+}
+
+/// Readability's `DIV_TO_P_ELEMS` (plus links, as this engine always had): a div holding one
+/// of these is a container, not a paragraph.
+fn is_div_to_p_block(tag: &str) -> bool {
+    matches!(
+        tag,
+        "a" | "blockquote" | "dl" | "div" | "img" | "ol" | "p" | "pre" | "table" | "ul"
+    )
+}
+
+/// Other elements that end a run of inline content.
+fn is_other_block(tag: &str) -> bool {
+    matches!(
+        tag,
+        "address"
+            | "article"
+            | "aside"
+            | "dd"
+            | "details"
+            | "dt"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "header"
+            | "hr"
+            | "li"
+            | "main"
+            | "nav"
+            | "section"
+            | "tr"
+            | "td"
+            | "th"
+    )
 }
 
 /// Elements that are never article text.
@@ -216,12 +276,14 @@ fn text_stat(t: &str) -> (u32, u32) {
 
 struct Pass<'a> {
     dom: &'a Dom,
+    /// The page's title, lower-cased words: a heading repeating it is not content.
+    title: Vec<String>,
     gone: Vec<bool>,
     stat: Vec<Stat>,
 }
 
 impl<'a> Pass<'a> {
-    fn new(dom: &'a Dom, strict: bool) -> Pass<'a> {
+    fn new(dom: &'a Dom, strict: bool, title: Option<&str>) -> Pass<'a> {
         let n = dom.nodes.len();
         let r = regexes();
         let mut gone = vec![false; n];
@@ -256,6 +318,7 @@ impl<'a> Pass<'a> {
         }
         let mut pass = Pass {
             dom,
+            title: title.map(words).unwrap_or_default(),
             gone,
             stat: vec![Stat::default(); n],
         };
@@ -282,9 +345,18 @@ impl<'a> Pass<'a> {
                             s.add(&self.stat[c]);
                         }
                     }
-                    match dom.tag(ix) {
+                    let tag = dom.tag(ix);
+                    let child_blocks = s.blocks;
+                    if is_div_to_p_block(tag) {
+                        s.blocks += 1;
+                    }
+                    if tag == "p" || (tag == "div" && child_blocks == 0) {
+                        // Readability turns block-free divs into paragraphs.
+                        s.p += 1;
+                        s.ptext = s.len.saturating_sub(s.link);
+                    }
+                    match tag {
                         "a" => s.link = s.len,
-                        "p" => s.p += 1,
                         "img" => s.img += 1,
                         "li" => s.li += 1,
                         "input" => s.input += 1,
@@ -315,14 +387,34 @@ impl<'a> Pass<'a> {
     }
 
     fn has_block_child(&self, ix: Ix) -> bool {
+        let own = u32::from(is_div_to_p_block(self.dom.tag(ix)));
+        self.stat[ix].blocks > own
+    }
+
+    /// Runs of inline content (text and phrasing elements) directly inside `ix`, between its
+    /// block children: Readability wraps them in paragraphs. Returns their stats.
+    fn inline_runs(&self, ix: Ix) -> Vec<Stat> {
         let dom = self.dom;
-        (ix + 1..dom.nodes[ix].end).any(|d| {
-            !self.gone[d]
-                && matches!(
-                    dom.tag(d),
-                    "a" | "blockquote" | "dl" | "div" | "img" | "ol" | "p" | "pre" | "table" | "ul"
-                )
-        })
+        let mut runs = Vec::new();
+        let mut cur = Stat::default();
+        for &c in &dom.nodes[ix].children {
+            if self.gone[c] {
+                continue;
+            }
+            let t = dom.tag(c);
+            if dom.elem(c).is_some() && ((t != "a" && is_div_to_p_block(t)) || is_other_block(t)) {
+                if cur.len > 0 {
+                    runs.push(cur);
+                }
+                cur = Stat::default();
+            } else {
+                cur.add(&self.stat[c]);
+            }
+        }
+        if cur.len > 0 {
+            runs.push(cur);
+        }
+        runs
     }
 
     /// Readability's candidate scoring. Returns per-node scores (NaN = not a candidate).
@@ -336,11 +428,25 @@ impl<'a> Pass<'a> {
             }
             let tag = dom.tag(ix);
             let scorable = match tag {
-                "p" | "td" | "pre" | "section" | "h2" | "h3" | "h4" | "h5" | "h6" => true,
-                "div" => !self.has_block_child(ix),
+                "p" | "pre" | "h2" | "h3" | "h4" | "h5" | "h6" => true,
+                // A container scores through its paragraphs, not as one big paragraph.
+                "div" | "section" | "td" => !self.has_block_child(ix),
                 _ => false,
             };
             if !scorable {
+                if matches!(
+                    tag,
+                    "div" | "section" | "article" | "main" | "td" | "blockquote"
+                ) {
+                    for run in self.inline_runs(ix) {
+                        if run.len < 25 || run.link_density() > 0.5 {
+                            continue;
+                        }
+                        let base =
+                            1.0 + run.commas as f64 + (run.len as f64 / 100.0).floor().min(3.0);
+                        self.propagate(&mut score, ix, base);
+                    }
+                }
                 continue;
             }
             let st = self.stat[ix];
@@ -348,19 +454,8 @@ impl<'a> Pass<'a> {
                 continue;
             }
             let base = 1.0 + st.commas as f64 + (st.len as f64 / 100.0).floor().min(3.0);
-            for (level, a) in dom.ancestors(ix).take(5).enumerate() {
-                if dom.elem(a).is_none() {
-                    break;
-                }
-                if score[a].is_nan() {
-                    score[a] = self.init_score(a);
-                }
-                let divider = match level {
-                    0 => 1.0,
-                    1 => 2.0,
-                    l => l as f64 * 3.0,
-                };
-                score[a] += base / divider;
+            if let Some(p) = dom.nodes[ix].parent {
+                self.propagate(&mut score, p, base);
             }
         }
         for ix in 0..n {
@@ -369,6 +464,33 @@ impl<'a> Pass<'a> {
             }
         }
         score
+    }
+
+    /// Adds a paragraph's score to its parent `first` and up to four more ancestors.
+    fn propagate(&self, score: &mut [f64], first: Ix, base: f64) {
+        let dom = self.dom;
+        {
+            {
+                for (level, a) in std::iter::once(first)
+                    .chain(dom.ancestors(first))
+                    .take(5)
+                    .enumerate()
+                {
+                    if dom.elem(a).is_none() {
+                        break;
+                    }
+                    if score[a].is_nan() {
+                        score[a] = self.init_score(a);
+                    }
+                    let divider = match level {
+                        0 => 1.0,
+                        1 => 2.0,
+                        l => l as f64 * 3.0,
+                    };
+                    score[a] += base / divider;
+                }
+            }
+        }
     }
 
     fn init_score(&self, ix: Ix) -> f64 {
@@ -390,6 +512,18 @@ impl<'a> Pass<'a> {
             .filter(|&i| !score[i].is_nan())
             .collect();
         cands.sort_by(|&a, &b| score[b].total_cmp(&score[a]));
+        if debug() {
+            for &c in cands.iter().take(5) {
+                eprintln!(
+                    "  cand {c} <{} class={:?} id={:?}> score {:.1} len {}",
+                    dom.tag(c),
+                    dom.attr(c, "class"),
+                    dom.attr(c, "id"),
+                    score[c],
+                    self.stat[c].len
+                );
+            }
+        }
         let &first = cands.first()?;
         let mut top = first;
         if top == body {
@@ -512,7 +646,49 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        if !off("cousins") {
+            self.add_cousins(top, top_score, score, &mut roots);
+        }
         Some((roots, score.to_vec()))
+    }
+
+    /// Article text split over several containers of the same kind (`article__body` chunks
+    /// under different wrappers): siblings of the top candidate's ancestors (up to three
+    /// levels) holding a well-scored block with the top's class join the selection.
+    fn add_cousins(&self, top: Ix, top_score: f64, score: &[f64], roots: &mut Vec<Ix>) {
+        let dom = self.dom;
+        let Some(class) = dom.attr(top, "class").filter(|c| !c.trim().is_empty()) else {
+            return;
+        };
+        let threshold = (top_score * COUSIN_SHARE).max(10.0);
+        let mut node = top;
+        for _ in 0..3 {
+            let Some(parent) = dom.nodes[node].parent else {
+                break;
+            };
+            let Some(grand) = dom.nodes[parent].parent else {
+                break;
+            };
+            if matches!(dom.tag(parent), "body" | "html" | "") || dom.elem(grand).is_none() {
+                break;
+            }
+            for &s in &dom.nodes[grand].children {
+                if s == parent || self.gone[s] || dom.elem(s).is_none() {
+                    continue;
+                }
+                let twin = (s..dom.nodes[s].end).any(|d| {
+                    !score[d].is_nan()
+                        && score[d] >= threshold
+                        && dom.attr(d, "class") == Some(class)
+                });
+                if twin && self.stat[s].link_density() < 0.3 {
+                    roots.push(s);
+                }
+            }
+            node = parent;
+        }
+        roots.sort_unstable();
+        roots.dedup();
     }
 
     /// Readability's `_prepArticle`, over the chosen roots.
@@ -521,38 +697,87 @@ impl<'a> Pass<'a> {
         let r = regexes();
         for &root in roots {
             let end = dom.nodes[root].end;
+            let root_ptext = self.stat[root].ptext;
             // Share widgets and negative headers.
             for ix in root + 1..end {
                 if self.gone[ix] || dom.elem(ix).is_none() {
                     continue;
                 }
                 let tag = dom.tag(ix);
+                let heading = matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
                 if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
                     self.remove(ix);
                     continue;
                 }
+                let st = self.stat[ix];
+                // The title (kept apart in the metadata), and teaser headings that are links.
+                if heading && (self.repeats_title(ix) || (st.len > 0 && st.link * 10 >= st.len * 9))
+                {
+                    self.remove(ix);
+                    continue;
+                }
                 let ci = class_id(dom, ix);
-                if ci.len() > 1 && r.share.is_match(&ci) && self.stat[ix].len < 500 {
+                if ci.len() > 1 && r.share.is_match(&ci) && st.len < 500 {
+                    self.remove(ix);
+                    continue;
+                }
+                if st.len < 300
+                    && !off("furniture")
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && (matches!(tag, "figcaption" | "address" | "time")
+                        || dom.attr(ix, "rel") == Some("author")
+                        || dom
+                            .attr(ix, "itemprop")
+                            .is_some_and(|v| v.contains("author") || v.starts_with("date"))
+                        || (ci.len() > 1
+                            && (r.furniture.is_match(&ci)
+                                || (st.img == 0 && r.caption.is_match(&ci)))))
+                {
                     self.remove(ix);
                 }
             }
             // Conditional cleaning, innermost first.
-            for ix in (root..end).rev() {
+            for ix in (root + 1..end).rev() {
                 if self.gone[ix] {
                     continue;
                 }
                 if matches!(
                     dom.tag(ix),
                     "form" | "fieldset" | "table" | "ul" | "ol" | "div" | "section"
-                ) && self.should_remove(ix)
+                ) && self.should_remove(ix, root_ptext)
                 {
+                    if debug() && self.stat[ix].len > 100 {
+                        eprintln!(
+                            "  clean {ix} <{} class={:?} id={:?}> len {} ld {:.2} w {}",
+                            dom.tag(ix),
+                            dom.attr(ix, "class"),
+                            dom.attr(ix, "id"),
+                            self.stat[ix].len,
+                            self.stat[ix].link_density(),
+                            class_weight(dom, ix)
+                        );
+                    }
                     self.remove(ix);
                 }
             }
         }
     }
 
-    fn should_remove(&self, ix: Ix) -> bool {
+    /// Whether heading `ix` repeats the page title.
+    fn repeats_title(&self, ix: Ix) -> bool {
+        if self.title.is_empty() {
+            return false;
+        }
+        let h = words(&self.dom.raw_text(ix));
+        if h.is_empty() {
+            return false;
+        }
+        let common = h.iter().filter(|w| self.title.contains(w)).count();
+        // Most of the heading's words are the title's, and it says most of the title.
+        common * 4 >= h.len() * 3 && common * 2 >= self.title.len()
+    }
+
+    fn should_remove(&self, ix: Ix, root_ptext: u32) -> bool {
         let dom = self.dom;
         let tag = dom.tag(ix);
         let st = self.stat[ix];
@@ -571,6 +796,11 @@ impl<'a> Pass<'a> {
         let weight = class_weight(dom, ix);
         if weight < 0.0 {
             return true;
+        }
+        // The block holding most of the article's paragraphs stays; its boilerplate parts
+        // were judged on their own (innermost first).
+        if st.ptext >= 200 && st.ptext * 2 >= root_ptext {
+            return false;
         }
         if st.commas >= 10 {
             return false;
@@ -597,6 +827,7 @@ impl<'a> Pass<'a> {
                 && !in_figure)
             || (!is_list && weight < 25.0 && ld > 0.2)
             || (weight >= 25.0 && ld > 0.5)
+            || (is_list && ld > 0.5 && off("nolinklist"))
             || (st.embed == 1 && len < 75)
             || st.embed > 1;
         if remove && is_list {
@@ -655,17 +886,59 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// Lower-case word tokens of a text.
+fn words(s: &str) -> Vec<String> {
+    super::score::tokenize(s)
+        .into_iter()
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// A cousin block joins the article when it holds a candidate scoring this share of the top.
+const COUSIN_SHARE: f64 = 0.25;
+
+/// `PAYCALL_DOC_OFF=a,b` switches named heuristics off (development aid for A/B runs).
+fn off(name: &str) -> bool {
+    static O: OnceLock<Vec<String>> = OnceLock::new();
+    O.get_or_init(|| {
+        std::env::var("PAYCALL_DOC_OFF")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    })
+    .iter()
+    .any(|o| o == name)
+}
+
+/// `PAYCALL_DOC_DEBUG=1` prints the extraction's choices to stderr (development aid).
+fn debug() -> bool {
+    static D: OnceLock<bool> = OnceLock::new();
+    *D.get_or_init(|| std::env::var_os("PAYCALL_DOC_DEBUG").is_some())
+}
+
 /// Finds the main content of a parsed page.
-pub fn select(dom: &Dom) -> Selection {
+pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let body = dom.find_tag("body").unwrap_or(0);
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
     for strict in [true, false] {
-        let mut pass = Pass::new(dom, strict);
+        let mut pass = Pass::new(dom, strict, title);
         let Some((roots, _)) = pass.choose(body) else {
             continue;
         };
         pass.clean(&roots);
         let len = pass.text_len(&roots);
+        if debug() {
+            for &r in &roots {
+                eprintln!(
+                    "pass strict={strict} root {r} <{} class={:?} id={:?}> len {}",
+                    dom.tag(r),
+                    dom.attr(r, "class"),
+                    dom.attr(r, "id"),
+                    pass.stat[r].len
+                );
+            }
+        }
         let better = best.as_ref().is_none_or(|(l, _, _)| len > *l);
         if better {
             best = Some((len, roots, pass.gone));
@@ -674,16 +947,16 @@ pub fn select(dom: &Dom) -> Selection {
             break;
         }
     }
-    // Nothing article-like, or too little of the page: the body's readable text.
-    let body_pass = Pass::new(dom, false);
-    let body_len = body_pass.stat[body].len;
-    match best {
-        Some((len, roots, gone)) if len > 0 && (len >= MIN_ARTICLE_LEN || len * 4 >= body_len) => {
-            Selection { roots, skip: gone }
+    // A selection, however short (short news items are common), unless it is next to nothing.
+    if let Some((len, roots, gone)) = best {
+        if len >= MIN_FALLBACK_LEN {
+            return Selection { roots, skip: gone };
         }
-        _ => Selection {
-            roots: vec![body],
-            skip: body_pass.gone,
-        },
+    }
+    // Nothing article-like: the body's readable text.
+    let body_pass = Pass::new(dom, false, title);
+    Selection {
+        roots: vec![body],
+        skip: body_pass.gone,
     }
 }

@@ -30,7 +30,7 @@ pub fn html_to_markdown(html: &str, base_url: Option<&Url>) -> MarkdownDoc {
     let dom = Dom::parse(&bounded);
     let meta = meta::extract(&dom);
     let base = document_base(&dom, base_url);
-    let sel = extract::select(&dom);
+    let sel = extract::select(&dom, meta.title.as_deref());
     let markdown = render::render(&dom, &sel.roots, &sel.skip, base.as_ref());
     let word_count = super::score::tokenize(&markdown_to_text(&markdown)).len();
     MarkdownDoc {

@@ -12,3 +12,5 @@ pub mod score;
 mod text;
 
 pub use markdown::{html_to_markdown, markdown_to_text, passthrough, MarkdownDoc};
+pub mod fields;
+pub mod page;

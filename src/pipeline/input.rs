@@ -241,3 +241,10 @@ fn check_range(p: &ParamSpec, f: f64) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// For stages with a `skip_if_param` parameter: whether this request carries that parameter
+/// (present, not null), so the stage sits it out (url_guard and fetch when /api/extract gets
+/// the caller's own `html`).
+pub fn skips(param: Option<&str>, input: &Map<String, Value>) -> bool {
+    param.is_some_and(|p| input.get(p).is_some_and(|v| !v.is_null()))
+}

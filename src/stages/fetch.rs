@@ -13,6 +13,8 @@
 //!   method, outbound headers (allowlisted names only) and body (POST/PUT/PATCH only; a JSON
 //!   value is stringified and sent as application/json).
 //! - `accept`: the Accept header sent when the caller gives none.
+//! - `skip_if_param`: when the input carries this parameter, nothing is fetched and the stage
+//!   provides no `fetched` artefact (/api/extract with the caller's own `html`).
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -105,6 +107,8 @@ struct Params {
     body_param: Option<String>,
     #[serde(default)]
     accept: Option<String>,
+    #[serde(default)]
+    skip_if_param: Option<String>,
 }
 
 fn default_redirects() -> u32 {
@@ -124,9 +128,14 @@ struct Fetch {
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     let p: Params = params(p)?;
-    for name in [&p.method_param, &p.headers_param, &p.body_param]
-        .into_iter()
-        .flatten()
+    for name in [
+        &p.method_param,
+        &p.headers_param,
+        &p.body_param,
+        &p.skip_if_param,
+    ]
+    .into_iter()
+    .flatten()
     {
         if ctx.route.param(name).is_none() {
             return Err(format!("the route has no input parameter `{name}`"));
@@ -240,12 +249,18 @@ impl Fetch {
 #[async_trait]
 impl Stage for Fetch {
     fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        if crate::pipeline::input::skips(self.p.skip_if_param.as_deref(), input) {
+            return Ok(());
+        }
         self.request_parts(input)
             .map(|_| ())
             .map_err(|(code, msg)| Reply::error(StatusCode::BAD_REQUEST, code, msg))
     }
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
+        if crate::pipeline::input::skips(self.p.skip_if_param.as_deref(), &ex.input) {
+            return Flow::Continue;
+        }
         let Some(url) = ex.target.clone() else {
             return ex.fail(
                 StatusCode::INTERNAL_SERVER_ERROR,

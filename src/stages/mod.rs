@@ -2,6 +2,7 @@
 //! to factories. Adding a stage = one module + one line in `REGISTRY` + tests in the module.
 
 pub mod bill;
+pub mod extract;
 pub mod fetch;
 pub mod http_record;
 pub mod markdown;
@@ -23,5 +24,6 @@ pub static REGISTRY: &[StageFactory] = &[
     static_reply::FACTORY,
     bill::FACTORY,
     settle::FACTORY,
+    extract::FACTORY,
     search::FACTORY,
 ];

@@ -3,7 +3,9 @@
 //! Parses the input parameter named by `param` as an absolute http(s) URL and judges it with
 //! the outbound guard (odd IPv4 spellings, IPv6 wrappings, local names, userinfo tricks);
 //! refused → 400 `blocked_target`, malformed → 400 `bad_url`. DNS answers and redirect hops
-//! are judged again by the fetch client. Parameters: `param` (default `url`).
+//! are judged again by the fetch client. Parameters: `param` (default `url`); `skip_if_param`
+//! (optional): when the input carries this parameter, the stage does nothing (nothing will be
+//! fetched: /api/extract with the caller's own `html`).
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -33,6 +35,8 @@ pub const FACTORY: StageFactory = StageFactory {
 struct Params {
     #[serde(default = "default_param")]
     param: String,
+    #[serde(default)]
+    skip_if_param: Option<String>,
 }
 
 fn default_param() -> String {
@@ -41,6 +45,7 @@ fn default_param() -> String {
 
 struct UrlGuard {
     param: String,
+    skip_if_param: Option<String>,
     guard: Arc<Guard>,
 }
 
@@ -49,13 +54,23 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     if ctx.route.param(&p.param).is_none() {
         return Err(format!("the route has no input parameter `{}`", p.param));
     }
+    if let Some(skip) = &p.skip_if_param {
+        if ctx.route.param(skip).is_none() {
+            return Err(format!("the route has no input parameter `{skip}`"));
+        }
+    }
     Ok(Arc::new(UrlGuard {
         param: p.param,
+        skip_if_param: p.skip_if_param,
         guard: ctx.services.need::<Guard>()?,
     }))
 }
 
 impl UrlGuard {
+    fn skipped(&self, input: &serde_json::Map<String, Value>) -> bool {
+        crate::pipeline::input::skips(self.skip_if_param.as_deref(), input)
+    }
+
     fn judge(&self, raw: &str) -> Result<url::Url, Reply> {
         self.guard.parse_target(raw).map_err(|refusal| {
             let e = FetchError::from_url_refusal(refusal);
@@ -67,6 +82,9 @@ impl UrlGuard {
 #[async_trait]
 impl Stage for UrlGuard {
     fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        if self.skipped(input) {
+            return Ok(());
+        }
         match input.get(&self.param).and_then(Value::as_str) {
             Some(raw) => self.judge(raw).map(|_| ()),
             None => Ok(()),
@@ -74,6 +92,9 @@ impl Stage for UrlGuard {
     }
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
+        if self.skipped(&ex.input) {
+            return Flow::Continue;
+        }
         let Some(raw) = ex.input_str(&self.param).map(str::to_string) else {
             return ex.fail(
                 StatusCode::BAD_REQUEST,

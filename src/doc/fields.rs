@@ -1,0 +1,463 @@
+//! The `fields` language of /api/extract (spec 2.6): a map of field name → CSS selector string
+//! or `{selector, attr, all, limit}`, checked without I/O ([`parse_spec`], a 400 `bad_fields`)
+//! and evaluated on a parsed page under one time budget ([`evaluate`]).
+//!
+//! Hostile input is bounded three ways:
+//! - statically: at most 20 fields, selectors of at most 300 characters, `:has()` at most once
+//!   per selector (scraper's parser already refuses nested `:has()` and `:nth-child(… of S)`;
+//!   two `:has()` side by side would still multiply one match test by the page size);
+//! - by the page: pages nested deeper than 256 elements are refused for fields
+//!   (`document_too_deep`), so no match test walks a deep ancestor chain;
+//! - in time: every element tested is preceded by a deadline check, so the whole evaluation
+//!   stops within one match test of the budget (2 s by default) and the fields not finished
+//!   get `time_budget`. This runs on a blocking thread, never on an async worker.
+
+use scraper::{ElementRef, Selector};
+use serde_json::{Map, Value};
+use std::panic::AssertUnwindSafe;
+use std::time::Instant;
+
+use super::page::{cut, text_of, Page};
+
+pub const MAX_FIELDS: usize = 20;
+pub const MAX_SELECTOR_CHARS: usize = 300;
+pub const MAX_LIMIT: u64 = 50;
+/// Pages nested deeper than this are refused for fields.
+pub const MAX_DEPTH: usize = 256;
+/// Longest field name.
+pub const MAX_NAME_CHARS: usize = 100;
+/// Longest single value (text, html or attribute); longer values are cut.
+pub const MAX_VALUE_CHARS: usize = 20_000;
+/// All field values together; once spent, `all` fields stop collecting and values are cut.
+pub const MAX_TOTAL_CHARS: usize = 1_000_000;
+
+/// What to take from a matched element.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attr {
+    /// Its text, whitespace collapsed (the default).
+    Text,
+    /// Its markup (outer HTML).
+    Html,
+    /// The value of this attribute; `href` and `src` are made absolute.
+    Named(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldSpec {
+    pub name: String,
+    pub selector: String,
+    pub attr: Attr,
+    pub all: bool,
+    pub limit: usize,
+}
+
+/// Per-field error codes (spec 2.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldError {
+    BadSelector,
+    NoMatch,
+    AttrMissing,
+    TimeBudget,
+    DocumentTooDeep,
+    EvalFailed,
+}
+
+impl FieldError {
+    pub fn code(self) -> &'static str {
+        match self {
+            FieldError::BadSelector => "bad_selector",
+            FieldError::NoMatch => "no_match",
+            FieldError::AttrMissing => "attr_missing",
+            FieldError::TimeBudget => "time_budget",
+            FieldError::DocumentTooDeep => "document_too_deep",
+            FieldError::EvalFailed => "eval_failed",
+        }
+    }
+}
+
+/// Checks a fields spec (already a JSON object) and returns it in order; the error is the
+/// message of a 400 `bad_fields`.
+pub fn parse_spec(spec: &Map<String, Value>) -> Result<Vec<FieldSpec>, String> {
+    if spec.len() > MAX_FIELDS {
+        return Err(format!(
+            "at most {MAX_FIELDS} fields may be requested; got {}",
+            spec.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(spec.len());
+    for (name, v) in spec {
+        if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
+            return Err(format!(
+                "field names must be 1 to {MAX_NAME_CHARS} characters"
+            ));
+        }
+        let field = match v {
+            Value::String(s) => FieldSpec {
+                name: name.clone(),
+                selector: s.clone(),
+                attr: Attr::Text,
+                all: false,
+                limit: 1,
+            },
+            Value::Object(o) => {
+                for k in o.keys() {
+                    if !matches!(k.as_str(), "selector" | "attr" | "all" | "limit") {
+                        return Err(format!(
+                            "field `{name}`: unknown key `{k}` (allowed: selector, attr, all, limit)"
+                        ));
+                    }
+                }
+                let selector = match o.get("selector") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(_) => return Err(format!("field `{name}`: selector must be a string")),
+                    None => return Err(format!("field `{name}`: selector is required")),
+                };
+                let attr = match o.get("attr") {
+                    None | Some(Value::Null) => Attr::Text,
+                    Some(Value::String(a)) => parse_attr(a)
+                        .ok_or_else(|| format!("field `{name}`: attr must be `text`, `html` or an attribute name"))?,
+                    Some(_) => return Err(format!("field `{name}`: attr must be a string")),
+                };
+                let all = match o.get("all") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Err(format!("field `{name}`: all must be true or false")),
+                };
+                let limit = match o.get("limit") {
+                    None | Some(Value::Null) => MAX_LIMIT,
+                    Some(Value::Number(n)) => match n.as_u64() {
+                        Some(l) if (1..=MAX_LIMIT).contains(&l) => l,
+                        _ => {
+                            return Err(format!(
+                                "field `{name}`: limit must be an integer from 1 to {MAX_LIMIT}"
+                            ))
+                        }
+                    },
+                    Some(_) => {
+                        return Err(format!(
+                            "field `{name}`: limit must be an integer from 1 to {MAX_LIMIT}"
+                        ))
+                    }
+                };
+                FieldSpec {
+                    name: name.clone(),
+                    selector,
+                    attr,
+                    all,
+                    limit: if all { limit as usize } else { 1 },
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "field `{name}` must be a CSS selector string or an object {{selector, attr, all, limit}}"
+                ))
+            }
+        };
+        if field.selector.trim().is_empty() {
+            return Err(format!("field `{name}`: selector is empty"));
+        }
+        if field.selector.chars().count() > MAX_SELECTOR_CHARS {
+            return Err(format!(
+                "field `{name}`: selector is longer than {MAX_SELECTOR_CHARS} characters"
+            ));
+        }
+        out.push(field);
+    }
+    Ok(out)
+}
+
+fn parse_attr(a: &str) -> Option<Attr> {
+    let a = a.trim();
+    match a.to_ascii_lowercase().as_str() {
+        "text" => Some(Attr::Text),
+        "html" => Some(Attr::Html),
+        "" => None,
+        lower => {
+            let ok = lower.len() <= 100
+                && lower
+                    .chars()
+                    .all(|c| !c.is_whitespace() && !c.is_control() && !"\"'>/=".contains(c));
+            ok.then(|| Attr::Named(lower.to_string()))
+        }
+    }
+}
+
+/// Compiles a selector, refusing the shapes whose single match test is not bounded by the
+/// page size (the error is the reason, for logs and tests).
+pub fn compile(selector: &str) -> Result<Selector, String> {
+    let sel = Selector::parse(selector).map_err(|e| e.to_string())?;
+    // The canonical serialisation has escapes and spacing resolved, so counting is exact.
+    let canon = {
+        use cssparser::ToCss;
+        let mut s = String::new();
+        let _ = sel.to_css(&mut s);
+        s.to_ascii_lowercase()
+    };
+    if canon.matches(":has(").count() > 1 {
+        return Err(":has() may appear at most once per selector".into());
+    }
+    Ok(sel)
+}
+
+/// One field's result: a value (string, or array of strings with `all`) or an error code.
+pub type FieldResult = Result<Value, FieldError>;
+
+/// Evaluates the fields in order on the page, stopping at `deadline`.
+pub fn evaluate(
+    page: &Page,
+    fields: &[FieldSpec],
+    deadline: Instant,
+) -> Vec<(String, FieldResult)> {
+    let too_deep = page.depth > MAX_DEPTH;
+    // Every element once, in document order: each field is one linear pass over this list.
+    let elements: Vec<ElementRef<'_>> = if too_deep {
+        Vec::new()
+    } else {
+        page.html
+            .tree
+            .root()
+            .descendants()
+            .filter_map(ElementRef::wrap)
+            .collect()
+    };
+    let mut budget = MAX_TOTAL_CHARS;
+    fields
+        .iter()
+        .map(|f| {
+            let r = if too_deep {
+                Err(FieldError::DocumentTooDeep)
+            } else if Instant::now() >= deadline {
+                Err(FieldError::TimeBudget)
+            } else {
+                std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    eval_one(page, &elements, f, deadline, &mut budget)
+                }))
+                .unwrap_or(Err(FieldError::EvalFailed))
+            };
+            (f.name.clone(), r)
+        })
+        .collect()
+}
+
+fn eval_one(
+    page: &Page,
+    elements: &[ElementRef<'_>],
+    f: &FieldSpec,
+    deadline: Instant,
+    budget: &mut usize,
+) -> FieldResult {
+    let sel = compile(&f.selector).map_err(|_| FieldError::BadSelector)?;
+    let mut matched = 0usize;
+    let mut values: Vec<Value> = Vec::new();
+    for el in elements {
+        if Instant::now() >= deadline {
+            return Err(FieldError::TimeBudget);
+        }
+        if !sel.matches(el) {
+            continue;
+        }
+        matched += 1;
+        let v = match &f.attr {
+            Attr::Text => Some(text_of(*el)),
+            Attr::Html => Some(el.html()),
+            Attr::Named(name) => el.value().attr(name).map(|v| {
+                if name == "href" || name == "src" {
+                    page.absolute(v).unwrap_or_else(|| v.to_string())
+                } else {
+                    v.to_string()
+                }
+            }),
+        };
+        let Some(v) = v else {
+            // A match without the attribute: look further (with `all`, the others may have it).
+            if f.all {
+                continue;
+            }
+            return Err(FieldError::AttrMissing);
+        };
+        let v = cut(v, MAX_VALUE_CHARS.min(*budget));
+        *budget -= v.chars().count().min(*budget);
+        values.push(Value::String(v));
+        if values.len() >= f.limit || *budget == 0 {
+            break;
+        }
+    }
+    if matched == 0 {
+        return Err(FieldError::NoMatch);
+    }
+    if values.is_empty() {
+        return Err(FieldError::AttrMissing);
+    }
+    Ok(if f.all {
+        Value::Array(values)
+    } else {
+        values.swap_remove(0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn spec(v: Value) -> Result<Vec<FieldSpec>, String> {
+        parse_spec(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn spec_rules_and_edges() {
+        let ok = spec(json!({
+            "t": "h1",
+            "links": {"selector": "a", "attr": "HREF", "all": true, "limit": 50},
+            "one": {"selector": "p", "attr": "html", "limit": 1}
+        }))
+        .unwrap();
+        assert_eq!(ok[0].attr, Attr::Text);
+        assert_eq!(ok[1].attr, Attr::Named("href".into()));
+        assert_eq!((ok[1].all, ok[1].limit), (true, 50));
+        assert_eq!((ok[2].attr.clone(), ok[2].limit), (Attr::Html, 1));
+        let twenty: Map<String, Value> = (0..20).map(|i| (format!("f{i}"), json!("p"))).collect();
+        assert!(parse_spec(&twenty).is_ok());
+        let mut twenty_one = twenty.clone();
+        twenty_one.insert("f20".into(), json!("p"));
+        assert!(parse_spec(&twenty_one).unwrap_err().contains("at most 20"));
+        assert!(spec(json!({"a": "p".repeat(300)})).is_ok());
+        assert!(spec(json!({"a": "p".repeat(301)}))
+            .unwrap_err()
+            .contains("300"));
+        for bad in [
+            json!({"a": {"selector": "p", "limit": 0, "all": true}}),
+            json!({"a": {"selector": "p", "limit": 51, "all": true}}),
+            json!({"a": {"selector": "p", "limit": 1.5}}),
+            json!({"a": {"selector": "p", "limit": "3"}}),
+            json!({"a": {"selector": "p", "all": "yes"}}),
+            json!({"a": {"selector": "p", "attr": 3}}),
+            json!({"a": {"selector": "p", "attr": "a b"}}),
+            json!({"a": {"selector": "p", "extra": 1}}),
+            json!({"a": {"attr": "text"}}),
+            json!({"a": {"selector": 5}}),
+            json!({"a": ""}),
+            json!({"a": 7}),
+            json!({"": "p"}),
+        ] {
+            assert!(spec(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn selector_shapes() {
+        assert!(compile("div:has(> p)").is_ok());
+        assert!(compile("li:nth-child(2n+1):is(.a, .b):not(.c)").is_ok());
+        assert!(
+            compile("li:nth-child(2n of .x)").is_err(),
+            "not parsed by scraper"
+        );
+        assert!(compile("div:has(p) span:has(a)").is_err());
+        assert!(compile(":is(div:has(p), span:has(a))").is_err());
+        assert!(
+            compile(r"div:h\61s(p) span:has(a)").is_err(),
+            "escapes resolved"
+        );
+        assert!(
+            compile("div:has(:has(p))").is_err(),
+            "nested :has is refused by the parser"
+        );
+        assert!(compile("p[").is_err());
+    }
+
+    const PAGE: &str = r#"<html><body><h1 class=t> Hello  <b>world</b></h1>
+<a href="/a" class=l>A</a><a class=l>no href</a><a href="https://x.org/b" class=l>B</a>
+<p id=one>One</p><p>Two</p></body></html>"#;
+
+    fn run(fields: Value, deadline: Instant) -> Map<String, Value> {
+        let base = url::Url::parse("https://ex.com/dir/").unwrap();
+        let page = Page::parse(PAGE, Some(&base));
+        let specs = spec(fields).unwrap();
+        evaluate(&page, &specs, deadline)
+            .into_iter()
+            .map(|(k, r)| {
+                (
+                    k,
+                    match r {
+                        Ok(v) => v,
+                        Err(e) => json!({"error": e.code()}),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn values_and_errors() {
+        let far = Instant::now() + Duration::from_secs(10);
+        let out = run(
+            json!({
+                "title": "h1.t",
+                "html": {"selector": "#one", "attr": "html"},
+                "hrefs": {"selector": "a.l", "attr": "href", "all": true},
+                "first_href": {"selector": "a.l", "attr": "href"},
+                "two": {"selector": "p", "all": true, "limit": 2},
+                "one_of": {"selector": "p", "all": true, "limit": 1},
+                "missing_attr": {"selector": "p", "attr": "data-x"},
+                "missing_attr_all": {"selector": "p", "attr": "data-x", "all": true},
+                "nothing": ".nope",
+                "bad": "p[",
+                "two_has": "body:has(p) h1:has(b)"
+            }),
+            far,
+        );
+        assert_eq!(out["title"], "Hello world");
+        assert_eq!(out["html"], r#"<p id="one">One</p>"#);
+        assert_eq!(
+            out["hrefs"],
+            json!(["https://ex.com/a", "https://x.org/b"]),
+            "matches without the attribute are skipped"
+        );
+        assert_eq!(out["first_href"], "https://ex.com/a");
+        assert_eq!(out["two"], json!(["One", "Two"]));
+        assert_eq!(out["one_of"], json!(["One"]));
+        assert_eq!(out["missing_attr"], json!({"error": "attr_missing"}));
+        assert_eq!(out["missing_attr_all"], json!({"error": "attr_missing"}));
+        assert_eq!(out["nothing"], json!({"error": "no_match"}));
+        assert_eq!(out["bad"], json!({"error": "bad_selector"}));
+        assert_eq!(out["two_has"], json!({"error": "bad_selector"}));
+    }
+
+    #[test]
+    fn a_spent_budget_is_time_budget() {
+        let out = run(json!({"a": "h1", "b": "p"}), Instant::now());
+        assert_eq!(out["a"], json!({"error": "time_budget"}));
+        assert_eq!(out["b"], json!({"error": "time_budget"}));
+    }
+
+    #[test]
+    fn deep_pages_are_refused_at_the_edge() {
+        // html + body + n divs: depth n + 2.
+        let page =
+            |n: usize| Page::parse(&format!("<body>{}<p>x</p></body>", "<div>".repeat(n)), None);
+        let specs = spec(json!({"p": "p"})).unwrap();
+        let far = Instant::now() + Duration::from_secs(10);
+        let ok = page(MAX_DEPTH - 3); // the <p> sits at depth 256
+        assert_eq!(ok.depth, MAX_DEPTH);
+        assert_eq!(evaluate(&ok, &specs, far)[0].1, Ok(json!("x")));
+        let deep = page(MAX_DEPTH - 2);
+        assert_eq!(deep.depth, MAX_DEPTH + 1);
+        assert_eq!(
+            evaluate(&deep, &specs, far)[0].1,
+            Err(FieldError::DocumentTooDeep)
+        );
+    }
+
+    #[test]
+    fn values_are_capped() {
+        let html = format!("<p>{}</p><p>{}</p>", "a".repeat(30_000), "b".repeat(10));
+        let page = Page::parse(&html, None);
+        let specs = spec(json!({"p": {"selector": "p", "all": true}})).unwrap();
+        let far = Instant::now() + Duration::from_secs(10);
+        let r = evaluate(&page, &specs, far);
+        let v = r[0].1.clone().unwrap();
+        assert_eq!(v[0].as_str().unwrap().len(), MAX_VALUE_CHARS);
+        assert_eq!(v[1], "bbbbbbbbbb");
+    }
+}

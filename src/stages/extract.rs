@@ -1,0 +1,315 @@
+//! `extract`: /api/extract's transform (spec 2.5, 2.6, 4.4). Reads the page the `fetch` stage
+//! got (HTML only: 415 otherwise) or the caller's own `html` (then `url`, if given, is only
+//! echoed and used to make links absolute), and answers the page facts (title, description,
+//! canonical, language, links, images, JSON-LD, headings, text sample) plus the caller's
+//! CSS-selector `fields`.
+//!
+//! Billing: with fields, none matching is 422 `no_fields_matched` (not charged by the default
+//! bill rule, status ≥ 400). Input checks (missing input, `html` too large or unreadable, a bad
+//! fields spec) run before the payment gate verifies.
+//!
+//! Parsing and selector work run on the blocking pool, at most `max_concurrent` at once, with
+//! the time budget checked inside the work before every element tested (DESIGN §9): a hostile
+//! page or selector ends its fields with `time_budget` instead of holding a thread.
+//!
+//! Parameters (defaults are the spec's limits):
+//! - `url_param` (`url`), `html_param` (`html`), `fields_param` (`fields`): input names.
+//! - `max_html_bytes` (200000): a larger `html` is 413 `html_too_large`.
+//! - `budget_ms` (2000): parse + selector time budget per request.
+//! - `max_concurrent` (4): extraction jobs running at once; more wait their turn.
+
+use async_trait::async_trait;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+use crate::doc::fields::{self, FieldSpec};
+use crate::doc::page::{self, Page};
+use crate::pipeline::artefacts::Fetched;
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "extract",
+    phase: Phase::Work,
+    payment: false,
+    needs: &[],
+    gives: &["output"],
+    doc: "page facts and CSS-selector fields from the fetched page or the caller's html",
+    errors: &[
+        (
+            400,
+            "Neither url nor html given (missing_parameter), html unreadable (bad_html: empty, NUL characters or no markup), or a bad fields spec (bad_fields: not an object, over 20 fields, a selector missing, empty or over 300 characters, limit outside 1-50, unknown keys)",
+        ),
+        (413, "html larger than 200,000 bytes (html_too_large)"),
+        (415, "The fetched page is not HTML (unsupported_content_type)"),
+        (
+            422,
+            "no_fields_matched: fields were requested and none matched. The body carries fields (all null), fieldErrors (per field: bad_selector, no_match, attr_missing, time_budget, document_too_deep, eval_failed), matchedFields and requestedFields",
+        ),
+        (502, "The page could not be read (extract_failed)"),
+    ],
+    build,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default = "default_url")]
+    url_param: String,
+    #[serde(default = "default_html")]
+    html_param: String,
+    #[serde(default = "default_fields")]
+    fields_param: String,
+    #[serde(default = "default_max_html")]
+    max_html_bytes: usize,
+    #[serde(default = "default_budget")]
+    budget_ms: u64,
+    #[serde(default = "default_concurrent")]
+    max_concurrent: usize,
+}
+
+fn default_url() -> String {
+    "url".into()
+}
+fn default_html() -> String {
+    "html".into()
+}
+fn default_fields() -> String {
+    "fields".into()
+}
+fn default_max_html() -> usize {
+    200_000
+}
+fn default_budget() -> u64 {
+    2000
+}
+fn default_concurrent() -> usize {
+    4
+}
+
+struct Extract {
+    p: Params,
+    jobs: Arc<Semaphore>,
+}
+
+fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let p: Params = params(p)?;
+    for name in [&p.url_param, &p.html_param, &p.fields_param] {
+        if ctx.route.param(name).is_none() {
+            return Err(format!("the route has no input parameter `{name}`"));
+        }
+    }
+    if p.max_html_bytes == 0 || p.budget_ms == 0 || p.max_concurrent == 0 {
+        return Err("max_html_bytes, budget_ms and max_concurrent must be positive".into());
+    }
+    if p.budget_ms > 30_000 {
+        return Err("budget_ms above 30000 is not allowed".into());
+    }
+    Ok(Arc::new(Extract {
+        jobs: Arc::new(Semaphore::new(p.max_concurrent)),
+        p,
+    }))
+}
+
+impl Extract {
+    /// The checked fields spec: None when no fields were asked for (absent or `{}`).
+    fn fields(&self, input: &Map<String, Value>) -> Result<Option<Vec<FieldSpec>>, Reply> {
+        match input.get(&self.p.fields_param) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(m)) if m.is_empty() => Ok(None),
+            Some(Value::Object(m)) => fields::parse_spec(m)
+                .map(Some)
+                .map_err(|msg| Reply::error(StatusCode::BAD_REQUEST, "bad_fields", msg)),
+            Some(_) => Err(Reply::error(
+                StatusCode::BAD_REQUEST,
+                "bad_fields",
+                "`fields` must be a JSON object mapping names to selectors",
+            )),
+        }
+    }
+
+    fn html<'a>(&self, input: &'a Map<String, Value>) -> Result<Option<&'a str>, Reply> {
+        let Some(html) = input.get(&self.p.html_param).and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        if html.len() > self.p.max_html_bytes {
+            return Err(Reply::error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "html_too_large",
+                format!(
+                    "`{}` is {} bytes; the limit is {} bytes",
+                    self.p.html_param,
+                    html.len(),
+                    self.p.max_html_bytes
+                ),
+            ));
+        }
+        if let Some(why) = page::html_problem(html) {
+            return Err(Reply::error(StatusCode::BAD_REQUEST, "bad_html", why));
+        }
+        Ok(Some(html))
+    }
+}
+
+/// What the blocking job produces.
+struct Outcome {
+    facts: Map<String, Value>,
+    fields: Option<Vec<(String, fields::FieldResult)>>,
+}
+
+#[async_trait]
+impl Stage for Extract {
+    fn check_input(&self, input: &Map<String, Value>) -> Result<(), Reply> {
+        let has_url = input.get(&self.p.url_param).is_some_and(Value::is_string);
+        let html = self.html(input)?;
+        if !has_url && html.is_none() {
+            return Err(Reply::error(
+                StatusCode::BAD_REQUEST,
+                "missing_parameter",
+                format!(
+                    "give `{}` (a page to fetch) or `{}` (the page's HTML, POST)",
+                    self.p.url_param, self.p.html_param
+                ),
+            ));
+        }
+        self.fields(input).map(|_| ())
+    }
+
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let specs = match self.fields(&ex.input) {
+            Ok(s) => s,
+            Err(r) => {
+                ex.reply = Some(r);
+                return Flow::Reply;
+            }
+        };
+        let given_url = ex
+            .input_str(&self.p.url_param)
+            .and_then(|u| url::Url::parse(u).ok());
+        // The source: the caller's html, else the fetched page.
+        let (text, url, final_url, bytes_read, truncated) = match self.html(&ex.input) {
+            Err(r) => {
+                ex.reply = Some(r);
+                return Flow::Reply;
+            }
+            Ok(Some(html)) => {
+                let n = html.len();
+                (html.to_string(), given_url.clone(), given_url, n, false)
+            }
+            Ok(None) => {
+                let Some(f) = ex.slots.take::<Fetched>() else {
+                    return ex.fail(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "internal_error",
+                        "nothing fetched",
+                    );
+                };
+                let r = &f.response;
+                let ct = r
+                    .headers
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
+                if !page::is_html(&ct, &r.body) {
+                    return ex.fail(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        "unsupported_content_type",
+                        format!(
+                            "the page is `{ct}`, not HTML; /api/extract reads text/html and application/xhtml+xml (nothing was charged)"
+                        ),
+                    );
+                }
+                (
+                    page::decode_html(&ct, &r.body),
+                    Some(f.requested.clone()),
+                    Some(r.final_url.clone()),
+                    r.bytes_read,
+                    r.truncated,
+                )
+            }
+        };
+        let Ok(permit) = self.jobs.clone().acquire_owned().await else {
+            return ex.fail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the service is shutting down; you were not charged",
+            );
+        };
+        let budget = Duration::from_millis(self.p.budget_ms);
+        let base = final_url.clone();
+        let job_specs = specs.clone();
+        let work = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let deadline = Instant::now() + budget;
+            let page = Page::parse(&text, base.as_ref());
+            let facts = page.facts();
+            let fields = job_specs.map(|s| fields::evaluate(&page, &s, deadline));
+            Outcome { facts, fields }
+        })
+        .await;
+        let Ok(outcome) = work else {
+            return ex.fail(
+                StatusCode::BAD_GATEWAY,
+                "extract_failed",
+                "the page could not be read; nothing was charged",
+            );
+        };
+        let mut out = Map::new();
+        out.insert("ok".into(), json!(true));
+        if let Some(u) = &url {
+            out.insert("url".into(), json!(u.as_str()));
+        }
+        out.extend(outcome.facts);
+        if let Some(results) = outcome.fields {
+            let mut values = Map::new();
+            let mut errors = Map::new();
+            let mut matched = 0usize;
+            let requested = results.len();
+            for (name, r) in results {
+                match r {
+                    Ok(v) => {
+                        matched += 1;
+                        values.insert(name, v);
+                    }
+                    Err(e) => {
+                        values.insert(name.clone(), Value::Null);
+                        errors.insert(name, json!(e.code()));
+                    }
+                }
+            }
+            if matched == 0 {
+                let mut extra = Map::new();
+                extra.insert("fields".into(), Value::Object(values));
+                extra.insert("fieldErrors".into(), Value::Object(errors));
+                extra.insert("matchedFields".into(), json!(0));
+                extra.insert("requestedFields".into(), json!(requested));
+                ex.reply = Some(Reply::error_with(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "no_fields_matched",
+                    "none of the requested fields matched (see fieldErrors); nothing was charged",
+                    extra,
+                ));
+                return Flow::Reply;
+            }
+            out.insert("fields".into(), Value::Object(values));
+            if !errors.is_empty() {
+                out.insert("fieldErrors".into(), Value::Object(errors));
+            }
+            out.insert("matchedFields".into(), json!(matched));
+            out.insert("requestedFields".into(), json!(requested));
+        }
+        out.insert("bytesRead".into(), json!(bytes_read));
+        if let Some(f) = &final_url {
+            out.insert("finalUrl".into(), json!(f.as_str()));
+        }
+        if truncated {
+            out.insert("truncated".into(), json!(true));
+        }
+        out.insert("elapsedMs".into(), json!(ex.elapsed_ms()));
+        ex.respond_ok(Value::Object(out))
+    }
+}
