@@ -7,6 +7,7 @@ pub mod doc;
 pub mod net;
 pub mod pdf;
 pub mod pipeline;
+pub mod search;
 pub mod server;
 pub mod stages;
 pub mod x402;

@@ -3,6 +3,7 @@
 
 mod dom;
 mod extract;
+pub mod fetch_markdown;
 pub mod guard;
 pub mod markdown;
 mod meta;

@@ -8,6 +8,7 @@ pub mod http_record;
 pub mod markdown;
 pub mod payment_gate;
 pub mod pdf_text;
+pub mod search;
 pub mod settle;
 pub mod static_file;
 pub mod static_reply;
@@ -29,4 +30,5 @@ pub static REGISTRY: &[StageFactory] = &[
     pdf_text::FACTORY,
     static_file::FACTORY,
     static_file::OWN_FILE,
+    search::FACTORY,
 ];
