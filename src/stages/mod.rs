@@ -10,6 +10,15 @@ pub mod settle;
 pub mod static_reply;
 pub mod url_guard;
 
+pub mod funding;
+pub mod funding_rates;
+pub mod gas;
+pub mod market_common;
+pub mod portfolio;
+pub mod pulse;
+pub mod signals;
+pub mod spot_prices;
+
 use crate::pipeline::StageFactory;
 
 /// Every stage a pipeline may name.
@@ -22,4 +31,11 @@ pub static REGISTRY: &[StageFactory] = &[
     static_reply::FACTORY,
     bill::FACTORY,
     settle::FACTORY,
+    spot_prices::FACTORY,
+    pulse::FACTORY,
+    funding_rates::FACTORY,
+    funding::FACTORY,
+    signals::FACTORY,
+    gas::FACTORY,
+    portfolio::FACTORY,
 ];
