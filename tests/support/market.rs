@@ -288,3 +288,82 @@ pub fn shipped_config(
     let env = move |k: &str| vars.get(k).cloned();
     paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// A config with one FREE route `/api/<name>` running the shipped pipelines/<name>.yaml without
+/// its payment stages, every upstream pointed at `up` (those in `down` at a closed port), for
+/// calling a market chain with any input without a payment stack. `input_yaml` is the route's
+/// `input:` list (YAML, indented by four spaces) or empty. Returns the temp dir (keep it alive)
+/// and the loaded config.
+pub fn free_route_config(
+    up: &MarketUpstreams,
+    down: &[&str],
+    name: &str,
+    input_yaml: &str,
+) -> (tempfile::TempDir, paycall::config::Config) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shipped = std::fs::read_to_string(root.join(format!("pipelines/{name}.yaml")))
+        .expect("shipped pipeline");
+    let pipeline: String = shipped
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            t != "- stage: payment_gate" && t != "- stage: bill" && t != "- stage: settle"
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let upstreams: String = up
+        .env(down)
+        .into_iter()
+        .map(|(k, v)| {
+            let n = k
+                .trim_start_matches("PAYCALL_UPSTREAM_")
+                .to_ascii_lowercase();
+            format!("  {n}: {v}\n")
+        })
+        .collect();
+    let routes = format!(
+        r#"service:
+  name: paycall-test
+  version: 1.0.0
+  description: Test service.
+  base_url: https://api.paycall.test
+  listen: 127.0.0.1:0
+payment:
+  facilitator:
+    url: http://127.0.0.1:9/
+  accepts:
+    - network: eip155:8453
+      name: base
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+      decimals: 6
+      eip712: {{ name: USD Coin, version: "2" }}
+      pay_to: "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3"
+guard:
+  allow_cidrs: [127.0.0.1/32]
+upstreams:
+{upstreams}routes:
+  - path: /api/{name}
+    methods: [GET]
+    summary: {name} without payment (test)
+    pipeline: {name}
+{input}
+"#,
+        input = if input_yaml.is_empty() {
+            String::new()
+        } else {
+            format!("    input:\n{input_yaml}")
+        }
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("pipelines")).unwrap();
+    std::fs::write(
+        dir.path().join("pipelines").join(format!("{name}.yaml")),
+        pipeline,
+    )
+    .unwrap();
+    let path = dir.path().join("routes.yaml");
+    std::fs::write(&path, routes).unwrap();
+    let cfg =
+        paycall::config::load_with_env(&path, &|_: &str| None).unwrap_or_else(|e| panic!("{e}"));
+    (dir, cfg)
+}
