@@ -10,5 +10,6 @@ pub mod hub;
 pub mod indicators;
 pub mod portfolio;
 pub mod spot;
+pub mod yields;
 
 pub use hub::{first_ok, num, FailKind, Fresh, Limits, MarketHub, UpstreamError};

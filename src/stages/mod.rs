@@ -18,6 +18,8 @@ pub mod portfolio;
 pub mod pulse;
 pub mod signals;
 pub mod spot_prices;
+pub mod yield_pools;
+pub mod yields;
 
 use crate::pipeline::StageFactory;
 
@@ -38,4 +40,6 @@ pub static REGISTRY: &[StageFactory] = &[
     signals::FACTORY,
     gas::FACTORY,
     portfolio::FACTORY,
+    yield_pools::FACTORY,
+    yields::FACTORY,
 ];
