@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod doc;
+pub mod market;
 pub mod net;
 pub mod pdf;
 pub mod pipeline;

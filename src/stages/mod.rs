@@ -14,6 +14,17 @@ pub mod static_file;
 pub mod static_reply;
 pub mod url_guard;
 
+pub mod funding;
+pub mod funding_rates;
+pub mod gas;
+pub mod market_common;
+pub mod portfolio;
+pub mod pulse;
+pub mod signals;
+pub mod spot_prices;
+pub mod yield_pools;
+pub mod yields;
+
 use crate::pipeline::StageFactory;
 
 /// Every stage a pipeline may name.
@@ -31,4 +42,13 @@ pub static REGISTRY: &[StageFactory] = &[
     static_file::FACTORY,
     static_file::OWN_FILE,
     search::FACTORY,
+    spot_prices::FACTORY,
+    pulse::FACTORY,
+    funding_rates::FACTORY,
+    funding::FACTORY,
+    signals::FACTORY,
+    gas::FACTORY,
+    portfolio::FACTORY,
+    yield_pools::FACTORY,
+    yields::FACTORY,
 ];
