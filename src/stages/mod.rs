@@ -9,6 +9,7 @@ pub mod payment_gate;
 pub mod settle;
 pub mod static_reply;
 pub mod url_guard;
+pub mod x402_check;
 
 use crate::pipeline::StageFactory;
 
@@ -22,4 +23,5 @@ pub static REGISTRY: &[StageFactory] = &[
     static_reply::FACTORY,
     bill::FACTORY,
     settle::FACTORY,
+    x402_check::FACTORY,
 ];
