@@ -5,7 +5,9 @@
 //! Nothing here ever pays or signs.
 
 pub mod address;
+pub mod bazaar;
 pub mod challenge;
+pub mod discovery;
 pub mod networks;
 pub mod onchain;
 

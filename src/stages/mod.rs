@@ -1,6 +1,7 @@
 //! One module per stage, named as in pipelines/*.yaml, and the registry that maps those names
 //! to factories. Adding a stage = one module + one line in `REGISTRY` + tests in the module.
 
+pub mod bazaar_check;
 pub mod bill;
 pub mod fetch;
 pub mod http_record;
@@ -24,4 +25,5 @@ pub static REGISTRY: &[StageFactory] = &[
     bill::FACTORY,
     settle::FACTORY,
     x402_check::FACTORY,
+    bazaar_check::FACTORY,
 ];
