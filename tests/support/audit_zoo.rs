@@ -26,6 +26,12 @@ pub const EOA: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
 /// A payTo the fake RPC reports as a contract.
 pub const CONTRACT: &str = "0x4200000000000000000000000000000000000006";
 
+#[derive(Default)]
+pub struct Stats {
+    pub inflight: AtomicUsize,
+    pub max_inflight: AtomicUsize,
+}
+
 /// A request the zoo (or index, or RPC) saw.
 #[derive(Debug, Clone)]
 pub struct Seen {
@@ -39,6 +45,8 @@ pub struct Local {
     pub addr: SocketAddr,
     pub base: String,
     pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Requests in flight now and at most (the zoo's /slowish/* routes count themselves).
+    pub stats: Arc<Stats>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -104,6 +112,7 @@ async fn serve(handler: Handler) -> Local {
         addr,
         base: format!("http://{addr}"),
         seen,
+        stats: Arc::default(),
         _stop: tx,
     }
 }
@@ -190,8 +199,11 @@ pub fn answer_402(challenge: &Value) -> Response {
 /// The zoo. `well_known` is served at /.well-known/x402 when given (404 otherwise).
 pub async fn start_zoo(well_known: Option<Value>) -> Local {
     let wk = Arc::new(well_known);
-    serve(Arc::new(move |s: Seen, h: HeaderMap| {
+    let stats: Arc<Stats> = Arc::default();
+    let st = stats.clone();
+    let mut local = serve(Arc::new(move |s: Seen, h: HeaderMap| {
         let wk = wk.clone();
+        let st = st.clone();
         Box::pin(async move {
             let host = h
                 .get("host")
@@ -199,10 +211,19 @@ pub async fn start_zoo(well_known: Option<Value>) -> Local {
                 .unwrap_or("127.0.0.1")
                 .to_string();
             let url = format!("https://{host}{}", s.path);
+            if s.path.starts_with("/slowish/") {
+                let now = st.inflight.fetch_add(1, Ordering::SeqCst) + 1;
+                st.max_inflight.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                st.inflight.fetch_sub(1, Ordering::SeqCst);
+                return answer_402(&v2(&url, &s.method, vec![base_offer("10000", EOA)]));
+            }
             zoo_answer(&s, &url, &wk).await
         })
     }))
-    .await
+    .await;
+    local.stats = stats;
+    local
 }
 
 async fn zoo_answer(s: &Seen, url: &str, wk: &Option<Value>) -> Response {
