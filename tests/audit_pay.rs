@@ -20,7 +20,9 @@ mod zoo;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use paycall::config;
 use paycall::server;
@@ -51,10 +53,21 @@ async fn paycall_with(
     index: &str,
     listener: tokio::net::TcpListener,
 ) -> Paycall {
-    let port = listener.local_addr().unwrap().port();
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    paycall_from(&routes, stack, &stack.facilitator_url, index, listener).await
+}
+
+/// As `paycall_with`, from a given routes.yaml and facilitator URL.
+async fn paycall_from(
+    routes: &Path,
+    stack: &LocalStack,
+    facilitator: &str,
+    index: &str,
+    listener: tokio::net::TcpListener,
+) -> Paycall {
+    let port = listener.local_addr().unwrap().port();
     let env: BTreeMap<String, String> = [
-        ("PAYCALL_FACILITATOR_URL", stack.facilitator_url.clone()),
+        ("PAYCALL_FACILITATOR_URL", facilitator.to_string()),
         ("PAYCALL_EVM_PAY_TO", stack.pay_to.clone()),
         ("PAYCALL_SOLANA_PAY_TO", SOL_PLACEHOLDER.into()),
         ("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32".into()),
@@ -67,7 +80,7 @@ async fn paycall_with(
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     let cfg =
-        config::load_with_env(&routes, &|k| env.get(k).cloned()).unwrap_or_else(|e| panic!("{e}"));
+        config::load_with_env(routes, &|k| env.get(k).cloned()).unwrap_or_else(|e| panic!("{e}"));
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -331,5 +344,132 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     assert!(rep["elapsedMs"].as_u64().unwrap() < 18_000);
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(r.pay_to_received(), 10_000);
+    drop(pc.stop.take());
+}
+
+/// A pass-through to the facilitator that holds every /verify for `delay_ms` first: payment
+/// verification made slow, everything else untouched.
+async fn slow_verify_proxy(target: String, delay_ms: Arc<AtomicU64>) -> String {
+    use warp::Filter;
+    let client = server_support::client();
+    let routes = warp::method()
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::bytes())
+        .then(
+            move |m: warp::http::Method,
+                  p: warp::path::FullPath,
+                  q: String,
+                  h: warp::http::HeaderMap,
+                  b: bytes::Bytes| {
+                let client = client.clone();
+                let target = target.clone();
+                let delay = delay_ms.clone();
+                async move {
+                    if p.as_str().ends_with("/verify") {
+                        tokio::time::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)))
+                            .await;
+                    }
+                    let mut url = format!("{}{}", target.trim_end_matches('/'), p.as_str());
+                    if !q.is_empty() {
+                        url = format!("{url}?{q}");
+                    }
+                    let mut req = client.request(m, &url).body(b.to_vec());
+                    for (k, v) in h.iter() {
+                        if k != "host" && k != "content-length" {
+                            req = req.header(k, v);
+                        }
+                    }
+                    let r = req.send().await.expect("facilitator answers");
+                    let status = r.status();
+                    let ct = r.headers().get("content-type").cloned();
+                    let body = r.bytes().await.unwrap_or_default();
+                    let mut out = warp::reply::Response::new(body.into());
+                    *out.status_mut() = status;
+                    if let Some(ct) = ct {
+                        out.headers_mut().insert("content-type", ct);
+                    }
+                    out
+                }
+            },
+        );
+    let listener = bind().await;
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(warp::serve(routes).incoming(listener).run());
+    format!("http://{addr}/")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bazaar_check_deadlines_count_from_arrival_when_verification_is_slow() {
+    let stack = LocalStack::start();
+    let delay = Arc::new(AtomicU64::new(0));
+    let proxy = slow_verify_proxy(stack.facilitator_url.clone(), delay.clone()).await;
+    // The shipped config with a verify timeout long enough for the slow case below.
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shipped = std::fs::read_to_string(root.join("routes.yaml")).unwrap();
+    assert!(shipped.contains("verify_timeout_ms: 10000"));
+    std::fs::write(
+        dir.path().join("routes.yaml"),
+        shipped.replace("verify_timeout_ms: 10000", "verify_timeout_ms: 30000"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("pipelines")).unwrap();
+    for e in std::fs::read_dir(root.join("pipelines")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.path().join("pipelines").join(e.file_name())).unwrap();
+    }
+    let listener = bind().await;
+    let port = listener.local_addr().unwrap().port();
+    let items = PAID_PATHS
+        .iter()
+        .map(|p| {
+            zoo::index_item(
+                &format!("https://127.0.0.1:{port}{p}"),
+                &stack.pay_to,
+                "eip155:8453",
+            )
+        })
+        .collect::<Vec<_>>();
+    let index = zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
+    let mut pc = paycall_from(
+        &dir.path().join("routes.yaml"),
+        &stack,
+        &proxy,
+        &index.url(),
+        listener,
+    )
+    .await;
+    let url = pc.url(&format!(
+        "/api/bazaar-check?url={}",
+        enc(&format!("127.0.0.1:{port}"))
+    ));
+
+    // Verification took 8 s: probes get 60% of the 10 s left (end ≈ 14 s after arrival,
+    // not 12 s), the report still comes back before 18 s, and it is billed.
+    delay.store(8_000, Ordering::SeqCst);
+    stack.reset_calls();
+    let r = stack.pay_async(&url, "GET", None).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let window = r.body["probeWindowMs"].as_u64().unwrap();
+    assert!(
+        (13_500..=15_000).contains(&window),
+        "probe window {window} ms"
+    );
+    let elapsed = r.body["elapsedMs"].as_u64().unwrap();
+    assert!((8_000..18_000).contains(&elapsed), "elapsed {elapsed} ms");
+    assert_eq!(r.body["verdict"], "fully_indexed");
+    assert_eq!(stack.settle_calls(), 1);
+
+    // Verification took 16 s: under 3 s left → 502 too_little_time, never settled.
+    delay.store(16_000, Ordering::SeqCst);
+    stack.reset_calls();
+    let r = stack.pay_async(&url, "GET", None).await;
+    assert_eq!(r.status, 502, "{:?}", r.body);
+    assert_eq!(r.body["error"], "too_little_time");
+    assert_eq!(stack.verify_calls(), 1);
+    assert_eq!(stack.settle_calls(), 0);
+    assert_eq!(r.buyer_spent(), 0);
     drop(pc.stop.take());
 }

@@ -155,6 +155,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }))
 }
 
+#[allow(clippy::result_large_err)] // Reply is the house error type (as in url_guard, chain)
 fn probe_method(input: &serde_json::Map<String, Value>, param: &str) -> Result<Method, Reply> {
     match input.get(param).and_then(Value::as_str) {
         None => Ok(Method::GET),
