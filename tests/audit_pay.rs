@@ -203,6 +203,16 @@ async fn x402_check_bills_reports_and_never_settles_failures_and_passes_on_itsel
     assert_eq!(not_passing(&r.body), Vec::<Value>::new(), "{:#}", r.body);
     assert_eq!(r.body["discovery"]["method"], "POST");
 
+    // The free demo twin audits the service's own /api/http (demo input `{base_url}/api/http`).
+    let (s, _, demo) = server_support::get_json(&pc.url("/api/demo/x402-check")).await;
+    assert_eq!(s, 200);
+    assert_eq!(demo["sample_status"], 200, "{demo:#}");
+    assert_eq!(
+        demo["sample"]["url"],
+        format!("{}/api/http", pc.url("").replace("http://", "https://"))
+    );
+    assert_eq!(demo["sample"]["verdict"], "pass", "{demo:#}");
+
     // The official @x402/express seller: a conformant v2 challenge by the reference SDK.
     let seller = stack.start_seller("$0.005");
     let r = stack
@@ -344,6 +354,23 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     assert!(rep["elapsedMs"].as_u64().unwrap() < 18_000);
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(r.pay_to_received(), 10_000);
+
+    // The free demo twin: bazaar-check of the service's own origin, sample kept 10 minutes.
+    stack.reset_calls();
+    let (s, _, demo) = server_support::get_json(&pc.url("/api/demo/bazaar-check")).await;
+    assert_eq!(s, 200);
+    assert_eq!(demo["sample_status"], 200, "{demo:#}");
+    assert_eq!(demo["sample"]["verdict"], "fully_indexed", "{demo:#}");
+    assert!(
+        demo["note"].as_str().unwrap().contains("10 minutes"),
+        "{}",
+        demo["note"]
+    );
+    assert_eq!(
+        stack.verify_calls() + stack.settle_calls(),
+        0,
+        "demos never pay"
+    );
     drop(pc.stop.take());
 }
 
