@@ -1401,4 +1401,74 @@ mod tests {
         );
         assert_eq!(schema_methods(&schema), vec!["GET"]);
     }
+
+    /// Hostile or malformed challenges never panic and always produce checks.
+    #[test]
+    fn hostile_challenges_are_reported_not_fatal() {
+        let guard = Guard::new(vec![]);
+        let url = Url::parse("https://seller.example.com/x").unwrap();
+        let deep = (0..120).fold(json!(1), |v, _| json!([v]));
+        let bodies = vec![
+            json!({"x402Version": 2, "accepts": "nope"}),
+            json!({"x402Version": 2, "accepts": [1, null, "x", {"amount": 5, "network": 7, "payTo": []}]}),
+            json!({"x402Version": 2, "resource": "str", "accepts": [{"scheme": "exact", "network": "eip155:8453", "amount": "99999999999999999999999999999999999999999", "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "payTo": "0x0", "maxTimeoutSeconds": -1}]}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": {"input": {"type": "http", "method": "GET"}}, "schema": {"$ref": "#"}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": deep.clone(), "schema": {"items": {"$ref": "#"}}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": {}, "schema": {"$ref": "#/definitions/missing"}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": {}, "schema": {"$dynamicRef": "#x", "pattern": "(a+)+$"}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": "string"}}),
+            json!({"x402Version": 99, "accepts": [{}]}),
+            json!({"x402Version": "2"}),
+            deep,
+        ];
+        for body in bodies {
+            let text = body.to_string();
+            for in_header in [false, true] {
+                let mut headers = HeaderMap::new();
+                let b: &[u8] = if in_header {
+                    let enc = base64::engine::general_purpose::STANDARD.encode(&text);
+                    headers.insert("payment-required", enc.parse().unwrap());
+                    b""
+                } else {
+                    text.as_bytes()
+                };
+                let a = analyse(
+                    &ProbeView {
+                        url: &url,
+                        final_url: &url,
+                        method: "GET",
+                        status: 402,
+                        headers: &headers,
+                        body: b,
+                        truncated: false,
+                    },
+                    &guard,
+                );
+                assert!(!a.checks.is_empty(), "{text}");
+                assert!(
+                    !a.valid_challenge || a.accepts.iter().any(|e| e["scheme"] == "exact"),
+                    "{text}"
+                );
+            }
+        }
+        // Raw binary, empty, and a header that is not ASCII.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "payment-required",
+            http::HeaderValue::from_bytes(&[0xff, 0xfe, b'a']).unwrap(),
+        );
+        let a = analyse(
+            &ProbeView {
+                url: &url,
+                final_url: &url,
+                method: "POST",
+                status: 402,
+                headers: &headers,
+                body: &[0, 159, 146, 150],
+                truncated: true,
+            },
+            &guard,
+        );
+        assert_eq!(a.worst(), Level::Fail);
+    }
 }
