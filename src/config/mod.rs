@@ -755,6 +755,20 @@ fn validate(
             routes.push(spec);
         }
     }
+    // Demo inputs may name the service itself: `{base_url}` in a string value is replaced by the
+    // canonical base URL (after PAYCALL_BASE_URL), without its trailing slash.
+    let base = service.base_url.as_str().trim_end_matches('/').to_string();
+    for route in &mut routes {
+        if let Some(demo) = &mut route.demo {
+            for v in demo.input.values_mut() {
+                if let Value::String(s) = v {
+                    if s.contains("{base_url}") {
+                        *s = s.replace("{base_url}", &base);
+                    }
+                }
+            }
+        }
+    }
 
     Config {
         root,
@@ -1099,10 +1113,10 @@ pub fn is_evm_address(s: &str) -> bool {
     s.len() == 42 && s.starts_with("0x") && s[2..].chars().all(|c| c.is_ascii_hexdigit())
 }
 
+/// A Solana address: base58 that decodes to exactly 32 bytes (the alphabet and length alone
+/// let through strings that are not keys).
 pub fn is_solana_address(s: &str) -> bool {
-    (32..=44).contains(&s.len())
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() && !matches!(c, '0' | 'O' | 'I' | 'l'))
+    crate::audit::address::is_valid_solana(s)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@ use super::*;
 use std::collections::HashMap;
 
 const EVM: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
-const SOL: &str = "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc";
+const SOL: &str = "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1";
 
 fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs
@@ -161,4 +161,9 @@ fn cidr_and_address_helpers() {
     ));
     assert!(is_solana_address(SOL));
     assert!(!is_solana_address("0OIl0OIl0OIl0OIl0OIl0OIl0OIl0OIl"));
+    // Right alphabet and length, but 33 bytes once decoded: not a key.
+    assert!(!is_solana_address(
+        "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc"
+    ));
+    assert!(is_solana_address("11111111111111111111111111111111"));
 }

@@ -105,6 +105,8 @@ pub struct Incoming {
     pub headers: HeaderMap,
     pub body: Result<Bytes, Reply>,
     pub remote: Option<SocketAddr>,
+    /// When the request's head was read, before its body: stages' deadlines count from here.
+    pub arrived: std::time::Instant,
 }
 
 fn exact_path(path: String) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
@@ -134,6 +136,7 @@ fn incoming(
         .and(warp::addr::remote())
         .then(
             move |method: Method, query: String, headers: HeaderMap, body, remote| async move {
+                let arrived = std::time::Instant::now();
                 let body = if pipeline::input::reads_body(&method) {
                     read_capped(body, max_body).await
                 } else {
@@ -145,6 +148,7 @@ fn incoming(
                     headers,
                     body,
                     remote,
+                    arrived,
                 }
             },
         )
@@ -246,6 +250,7 @@ pub async fn handle_route(app: &App, index: usize, inc: Incoming) -> warp::reply
         return respond::to_response(r, &crate::pipeline::exchange::new_request_id());
     }
     let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), inc.method.clone());
+    ex.arrived = inc.arrived;
     ex.query = inc.query;
     ex.headers = inc.headers;
     ex.remote = inc.remote;

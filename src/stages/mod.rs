@@ -1,6 +1,7 @@
 //! One module per stage, named as in pipelines/*.yaml, and the registry that maps those names
 //! to factories. Adding a stage = one module + one line in `REGISTRY` + tests in the module.
 
+pub mod bazaar_check;
 pub mod bill;
 pub mod extract;
 pub mod fetch;
@@ -13,6 +14,7 @@ pub mod settle;
 pub mod static_file;
 pub mod static_reply;
 pub mod url_guard;
+pub mod x402_check;
 
 pub mod funding;
 pub mod funding_rates;
@@ -51,4 +53,6 @@ pub static REGISTRY: &[StageFactory] = &[
     portfolio::FACTORY,
     yield_pools::FACTORY,
     yields::FACTORY,
+    x402_check::FACTORY,
+    bazaar_check::FACTORY,
 ];

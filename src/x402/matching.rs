@@ -203,7 +203,7 @@ mod tests {
             network: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp".into(),
             amount: "5000".into(),
             asset: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v".into(),
-            pay_to: "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc".into(),
+            pay_to: "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".into(),
             max_timeout_seconds: 120,
             extra: json!({"feePayer": "KamSsA9RceywmY8dmJu2qHSAm1eHntibXf9TsURCbkvs"})
                 .as_object()

@@ -282,7 +282,7 @@ pub fn shipped_config(
     vars.insert("PAYCALL_EVM_PAY_TO".into(), pay_to.to_string());
     vars.insert(
         "PAYCALL_SOLANA_PAY_TO".into(),
-        "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc".into(),
+        "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".into(),
     );
     vars.insert("PAYCALL_ALLOW_CIDRS".into(), "127.0.0.1/32".into());
     let env = move |k: &str| vars.get(k).cloned();

@@ -20,7 +20,7 @@ use paycall::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFac
 use paycall::server::{self, App};
 
 pub const EVM_PAY_TO: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
-pub const SOL_PAY_TO: &str = "nD48BViZsbav2eBRjGoU1tRJWoFeToZtXUpBqdtCBGCc";
+pub const SOL_PAY_TO: &str = "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1";
 
 /// The environment tests load configs with: payTo addresses only, nothing from the real env.
 pub fn test_env(key: &str) -> Option<String> {

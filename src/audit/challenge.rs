@@ -1,0 +1,1474 @@
+//! Reading a third party's answer to one unpaid request: is it an x402 challenge, which version,
+//! where was it carried, what does it offer, and what is wrong with it (reference §8.2, §10.1).
+//!
+//! Pure: the probe is made elsewhere; this turns (status, headers, body, URLs) into a structured
+//! [`Analysis`] with a list of [`Check`]s, each with a stable id, a level, what was seen and how
+//! to fix it. The checks were chosen from the mistakes real sellers make (decimal dollar amounts,
+//! the Base Sepolia EIP-712 name on Base, v2 objects in the body only, a resource.url built from
+//! an internal http:// address, descriptions over CDP's 500-character cap, testnets in production).
+
+use base64::Engine;
+use http::HeaderMap;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use url::Url;
+
+use super::address::{classify_evm, is_valid_solana, EvmAddress};
+use super::networks::{self, Family};
+use crate::net::Guard;
+
+/// Severity of a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Pass,
+    Warn,
+    Fail,
+}
+
+/// One finding: `id` is stable (documented in docs/audit.md), `entry` is the accepts index it
+/// is about, when it is about one.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub id: &'static str,
+    pub level: Level,
+    pub message: String,
+    pub fix: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<usize>,
+}
+
+/// Where the challenge was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChallengeSource {
+    /// v2 in the PAYMENT-REQUIRED header (conformant).
+    V2Header,
+    /// v2 in the header and a v1 object in the body (legal, for old clients).
+    Dual,
+    /// v1 in the JSON body (legacy).
+    V1Body,
+    /// A v2 object in the body with no header: clients following the v2 spec cannot pay.
+    V2BodyOnly,
+    /// The header holds something that is not a v2 object (v1 in the header, …).
+    OtherHeader,
+    /// Nothing recognisable.
+    None,
+}
+
+/// What the probe saw, as the analysis needs it.
+pub struct ProbeView<'a> {
+    /// The URL as asked (the caller's input).
+    pub url: &'a Url,
+    /// The URL that answered (after redirects).
+    pub final_url: &'a Url,
+    pub method: &'a str,
+    pub status: u16,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+    pub truncated: bool,
+}
+
+/// The bazaar (v2) or outputSchema (v1) discovery hints.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoveryHints {
+    /// v2 `extensions.bazaar` present.
+    pub bazaar: bool,
+    /// `info.input.type` (http, mcp).
+    pub input_type: Option<String>,
+    /// `info.input.method`.
+    pub method: Option<String>,
+    /// The methods the schema allows for `input.method` (its `enum` or `const`).
+    pub method_enum: Vec<String>,
+    pub route_template: Option<String>,
+    /// `info` valid against `schema`; None when there was nothing to validate.
+    pub schema_valid: Option<bool>,
+    pub schema_errors: Vec<String>,
+    /// v1: some entry carries `outputSchema`.
+    pub v1_output_schema: bool,
+    /// v1: `outputSchema.input.discoverable` is true.
+    pub v1_discoverable: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Analysis {
+    pub http_status: u16,
+    /// A challenge a v2 (or, for v1, a v1) client can pay: decoded, with at least one offer.
+    pub valid_challenge: bool,
+    pub x402_version: Option<u64>,
+    pub challenge_source: ChallengeSource,
+    /// The challenge's `error` text.
+    pub error_text: Option<String>,
+    pub resource: Value,
+    pub accepts: Vec<Value>,
+    pub discovery: DiscoveryHints,
+    pub checks: Vec<Check>,
+    /// (network id, payTo) of every offer, in order, without duplicates.
+    #[serde(skip)]
+    pub pay_tos: Vec<(String, String)>,
+    /// Networks offered, as written.
+    #[serde(skip)]
+    pub networks: Vec<String>,
+}
+
+impl Analysis {
+    pub fn worst(&self) -> Level {
+        self.checks
+            .iter()
+            .map(|c| c.level)
+            .max()
+            .unwrap_or(Level::Pass)
+    }
+    pub fn count(&self, level: Level) -> usize {
+        self.checks.iter().filter(|c| c.level == level).count()
+    }
+}
+
+/// Schemes the x402 specs and SDKs define.
+const KNOWN_SCHEMES: &[&str] = &["exact", "upto", "batch-settlement", "deferred"];
+/// CDP's cap on resource.description (UTF-16 units, it is JavaScript).
+pub const MAX_DESCRIPTION: usize = 500;
+/// 6-decimals tokens: atomic units per dollar.
+const USDC_UNIT: u128 = 1_000_000;
+
+struct Out {
+    checks: Vec<Check>,
+}
+
+impl Out {
+    fn add(
+        &mut self,
+        id: &'static str,
+        level: Level,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
+        self.checks.push(Check {
+            id,
+            level,
+            message: message.into(),
+            fix: fix.into(),
+            entry: None,
+        });
+    }
+    fn entry(
+        &mut self,
+        i: usize,
+        id: &'static str,
+        level: Level,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
+        self.checks.push(Check {
+            id,
+            level,
+            message: format!("accepts[{i}]: {}", message.into()),
+            fix: fix.into(),
+            entry: Some(i),
+        });
+    }
+    fn pass(&mut self, id: &'static str, message: impl Into<String>) {
+        self.add(id, Level::Pass, message, "");
+    }
+}
+
+/// Decodes a PAYMENT-REQUIRED value: standard base64 first; URL-safe or unpadded alphabets are
+/// accepted but reported (`lenient` = true), since strict clients reject them.
+pub fn decode_header(value: &str) -> Result<(Value, bool), String> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let v = value.trim();
+    let mut bytes = None;
+    let mut lenient = false;
+    for (i, engine) in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
+        .into_iter()
+        .enumerate()
+    {
+        if let Ok(b) = engine.decode(v) {
+            bytes = Some(b);
+            lenient = i > 0;
+            break;
+        }
+    }
+    let Some(bytes) = bytes else {
+        // Some sellers put raw JSON in the header.
+        if let Ok(j) = serde_json::from_str::<Value>(v) {
+            return Err(format!(
+                "the header holds raw JSON, not base64 (x402Version {})",
+                j.get("x402Version").cloned().unwrap_or(Value::Null)
+            ));
+        }
+        return Err("the header is not base64".into());
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(j @ Value::Object(_)) => Ok((j, lenient)),
+        Ok(_) => Err("the decoded header is JSON but not an object".into()),
+        Err(e) => Err(format!("the decoded header is not JSON: {e}")),
+    }
+}
+
+fn version_of(v: &Value) -> Option<u64> {
+    v.get("x402Version").and_then(Value::as_u64)
+}
+
+fn str_of<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// Whether a host looks like a production deployment (not local, not a staging/dev name).
+pub fn production_looking(host: &str) -> bool {
+    let h = host.trim_end_matches('.').to_ascii_lowercase();
+    if h.parse::<std::net::IpAddr>().is_ok() || h.starts_with('[') {
+        return false;
+    }
+    if h == "localhost" || h.ends_with(".localhost") {
+        return false;
+    }
+    for tld in [
+        ".local",
+        ".test",
+        ".example",
+        ".invalid",
+        ".internal",
+        ".lan",
+    ] {
+        if h.ends_with(tld) {
+            return false;
+        }
+    }
+    // The last label is the TLD (`.dev` is a real one).
+    let labels: Vec<&str> = h.split('.').collect();
+    let labels = &labels[..labels.len().saturating_sub(1)];
+    let words = [
+        "staging", "stage", "dev", "test", "testnet", "sandbox", "sepolia", "devnet", "preview",
+        "qa", "local",
+    ];
+    !labels.iter().any(|l| {
+        words
+            .iter()
+            .any(|w| l == w || l.starts_with(&format!("{w}-")) || l.ends_with(&format!("-{w}")))
+    })
+}
+
+/// Formats an atomic integer amount as dollars (6 decimals), trimming zeros: 10000 → "0.01".
+pub fn atomic_to_usd(atomic: u128) -> String {
+    let whole = atomic / USDC_UNIT;
+    let frac = atomic % USDC_UNIT;
+    if frac == 0 {
+        whole.to_string()
+    } else {
+        let f = format!("{frac:06}");
+        format!("{whole}.{}", f.trim_end_matches('0'))
+    }
+}
+
+/// Analyses one probe answer. `guard` judges whether resource.url is reachable from the outside
+/// the way the probe itself was (operator allowlist included).
+pub fn analyse(p: &ProbeView<'_>, guard: &Guard) -> Analysis {
+    let mut out = Out { checks: Vec::new() };
+
+    // status
+    match p.status {
+        402 => out.pass("status_402", "the unpaid request was answered 402 Payment Required"),
+        200..=299 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {} — the route is not paywalled (or has a free tier)", p.status), "answer every request without a valid PAYMENT-SIGNATURE with 402 and the challenge"),
+        400 | 422 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: input validation runs before the paywall, so agents and Bazaar probes without parameters never see the challenge", p.status), "answer 402 before validating the input (validate after the payment header is present)"),
+        412 => out.add("status_402", Level::Warn, "412: the Permit2 allowance flow answered instead of a plain 402", "answer a request without payment with 402"),
+        401 | 403 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: an API key or auth layer sits in front of the paywall", p.status), "let unauthenticated requests reach the x402 middleware"),
+        404 | 405 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: wrong path or method", p.status), "check the URL and the method (x402-check sends exactly the method you ask for)"),
+        s if s >= 500 => out.add("status_402", Level::Fail, format!("the server failed with {s} before answering a challenge"), "a common cause is the middleware failing its start-up /supported call to the facilitator; check the server logs"),
+        s => out.add("status_402", Level::Fail, format!("the unpaid request was answered {s}, not 402"), "answer 402 with a PAYMENT-REQUIRED header"),
+    }
+
+    // find the challenge
+    let header = p
+        .headers
+        .get("payment-required")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string());
+    let body_json: Option<Value> = serde_json::from_slice::<Value>(p.body)
+        .ok()
+        .filter(|v| v.is_object());
+    let body_version = body_json.as_ref().and_then(version_of);
+
+    let mut header_obj: Option<Value> = None;
+    if let Some(h) = &header {
+        match decode_header(h) {
+            Ok((v, lenient)) => {
+                if lenient {
+                    out.add(
+                        "challenge_decodable",
+                        Level::Warn,
+                        "PAYMENT-REQUIRED decodes only with a URL-safe or unpadded base64 alphabet",
+                        "encode the header with standard base64 (RFC 4648 §4, with padding)",
+                    );
+                } else {
+                    out.pass(
+                        "challenge_decodable",
+                        "PAYMENT-REQUIRED is standard base64 of a JSON object",
+                    );
+                }
+                header_obj = Some(v);
+            }
+            Err(e) => out.add(
+                "challenge_decodable",
+                Level::Fail,
+                format!("PAYMENT-REQUIRED could not be decoded: {e}"),
+                "set PAYMENT-REQUIRED to standard base64 of the PaymentRequired JSON",
+            ),
+        }
+    }
+    let header_version = header_obj.as_ref().and_then(version_of);
+
+    let (source, obj): (ChallengeSource, Option<Value>) = match (header_version, body_version) {
+        (Some(2), Some(1)) => (ChallengeSource::Dual, header_obj.clone()),
+        (Some(2), _) => (ChallengeSource::V2Header, header_obj.clone()),
+        (Some(_), _) => (ChallengeSource::OtherHeader, header_obj.clone()),
+        (None, _) if header_obj.is_some() => (ChallengeSource::OtherHeader, header_obj.clone()),
+        (None, Some(2)) => (ChallengeSource::V2BodyOnly, body_json.clone()),
+        (None, Some(1)) => (ChallengeSource::V1Body, body_json.clone()),
+        (None, Some(_)) => (ChallengeSource::OtherHeader, body_json.clone()),
+        (None, None) => (ChallengeSource::None, None),
+    };
+
+    match source {
+        ChallengeSource::None => {
+            if header.is_none() {
+                let extra = if p.truncated {
+                    " (the body was cut at the size cap)"
+                } else {
+                    ""
+                };
+                out.add("challenge_present", Level::Fail, format!("no PAYMENT-REQUIRED header and no x402 JSON in the body{extra}"), "send the challenge in the PAYMENT-REQUIRED header (base64 JSON, x402Version 2)");
+            }
+        }
+        _ => out.pass(
+            "challenge_present",
+            match source {
+                ChallengeSource::V2Header => "challenge found in the PAYMENT-REQUIRED header",
+                ChallengeSource::Dual => "v2 challenge in the header and a v1 copy in the body",
+                ChallengeSource::V1Body => "v1 challenge found in the body",
+                ChallengeSource::V2BodyOnly => "a v2 challenge found in the body only",
+                _ => "a challenge-like object was found",
+            },
+        ),
+    }
+    if header.is_none()
+        && body_json.is_none()
+        && !p.body.is_empty()
+        && source == ChallengeSource::None
+        && p.status == 402
+    {
+        out.add(
+            "challenge_decodable",
+            Level::Fail,
+            "the 402 body is not JSON",
+            "send the challenge in the PAYMENT-REQUIRED header",
+        );
+    }
+
+    let version = obj.as_ref().and_then(version_of);
+    if obj.is_some() {
+        match version {
+            Some(2) => out.pass("x402_version", "x402Version is 2"),
+            Some(1) => out.add("x402_version", Level::Warn, "x402Version 1 (legacy): v2 clients and the Bazaar's v2 extensions do not apply", "upgrade to x402 v2 (@x402/* 2.x or an equivalent): challenge in PAYMENT-REQUIRED, CAIP-2 networks, `amount`"),
+            Some(v) => out.add("x402_version", Level::Fail, format!("x402Version {v} is not a known version"), "use x402Version 2"),
+            None => out.add("x402_version", Level::Fail, "the challenge has no integer x402Version", "add \"x402Version\": 2"),
+        }
+    }
+    match source {
+        ChallengeSource::V2Header | ChallengeSource::Dual => out.pass("v2_in_header", "the v2 challenge is carried in the PAYMENT-REQUIRED header"),
+        ChallengeSource::V2BodyOnly => out.add("v2_in_header", Level::Fail, "the v2 challenge is only in the body; v2 clients read the PAYMENT-REQUIRED header and cannot pay", "send the same object base64-encoded in the PAYMENT-REQUIRED header (a copy in the body is fine)"),
+        ChallengeSource::OtherHeader if header_obj.is_some() => out.add("v2_in_header", Level::Fail, format!("PAYMENT-REQUIRED holds x402Version {}, not a v2 challenge", header_version.map(|v| v.to_string()).unwrap_or_else(|| "(none)".into())), "put the v2 PaymentRequired object in PAYMENT-REQUIRED; v1 challenges go in the body"),
+        _ => {}
+    }
+
+    let mut discovery = DiscoveryHints::default();
+    let mut accepts_out = Vec::new();
+    let mut pay_tos: Vec<(String, String)> = Vec::new();
+    let mut networks_seen: Vec<String> = Vec::new();
+    let mut resource = Value::Null;
+    let mut valid = false;
+    let error_text = obj
+        .as_ref()
+        .and_then(|o| str_of(o, "error"))
+        .map(str::to_string);
+
+    if let Some(o) = &obj {
+        let v2 = version == Some(2);
+        let accepts = o
+            .get("accepts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if accepts.is_empty() {
+            out.add(
+                "accepts_nonempty",
+                Level::Fail,
+                "`accepts` is missing or empty: there is nothing to pay",
+                "list at least one payment option (scheme exact, network, amount, asset, payTo)",
+            );
+        } else {
+            out.pass(
+                "accepts_nonempty",
+                format!("{} payment option(s) offered", accepts.len()),
+            );
+        }
+
+        // resource info: v2 top level, v1 per entry (first entry speaks for all)
+        let (res_url, description, mime) = if v2 {
+            let r = o.get("resource").cloned().unwrap_or(Value::Null);
+            resource = r.clone();
+            (
+                str_of(&r, "url").map(str::to_string),
+                str_of(&r, "description").map(str::to_string),
+                str_of(&r, "mimeType").map(str::to_string),
+            )
+        } else {
+            let first = accepts.first().cloned().unwrap_or(Value::Null);
+            let res = str_of(&first, "resource").map(str::to_string);
+            let d = str_of(&first, "description").map(str::to_string);
+            let m = str_of(&first, "mimeType").map(str::to_string);
+            resource = json!({"url": res, "description": d, "mimeType": m});
+            (res, d, m)
+        };
+        check_resource(&mut out, p, guard, res_url.as_deref(), v2);
+        match description.as_deref() {
+            Some(d) if d.encode_utf16().count() > MAX_DESCRIPTION => out.add("description_length", Level::Fail, format!("the description is {} characters; CDP rejects more than {MAX_DESCRIPTION} (surfacing as a confusing invalid_request)", d.encode_utf16().count()), format!("shorten the description to at most {MAX_DESCRIPTION} characters")),
+            Some(d) if d.trim().is_empty() => out.add("description_length", Level::Warn, "the description is empty: the Bazaar shows nothing about the route", "describe what the route returns in one or two sentences"),
+            Some(d) => out.pass("description_length", format!("description of {} characters", d.encode_utf16().count())),
+            None => out.add("description_length", Level::Warn, "no description", "add resource.description (≤ 500 characters)"),
+        }
+        match mime.as_deref() {
+            Some(m) if !m.trim().is_empty() => out.pass("mime_type", format!("mimeType {m}")),
+            _ => out.add(
+                "mime_type",
+                Level::Warn,
+                "no mimeType: buyers cannot tell what the paid answer is",
+                "set resource.mimeType, e.g. application/json",
+            ),
+        }
+        if v2 {
+            check_service_metadata(&mut out, &resource);
+        }
+
+        for (i, e) in accepts.iter().enumerate() {
+            let (entry_json, ok) = check_entry(&mut out, i, e, v2);
+            valid |= ok;
+            if let (Some(n), Some(pt)) = (str_of(e, "network"), str_of(e, "payTo")) {
+                let pair = (n.to_string(), pt.to_string());
+                if !pay_tos.contains(&pair) {
+                    pay_tos.push(pair);
+                }
+                if !networks_seen.iter().any(|x| x == n) {
+                    networks_seen.push(n.to_string());
+                }
+            }
+            if !v2 {
+                if let Some(os) = e.get("outputSchema").filter(|v| v.is_object()) {
+                    discovery.v1_output_schema = true;
+                    if os.pointer("/input/discoverable") == Some(&Value::Bool(true)) {
+                        discovery.v1_discoverable = true;
+                    }
+                    if discovery.method.is_none() {
+                        discovery.method = os
+                            .pointer("/input/method")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                        discovery.input_type = os
+                            .pointer("/input/type")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                    }
+                }
+            }
+            accepts_out.push(entry_json);
+        }
+
+        // testnet on a production host
+        let host = p.url.host_str().unwrap_or("");
+        let testnets: Vec<&String> = networks_seen
+            .iter()
+            .filter(|n| networks::is_testnet(n))
+            .collect();
+        if !testnets.is_empty() {
+            if production_looking(host) {
+                out.add("testnet", Level::Warn, format!("testnet network(s) {} offered on {host}, which looks like a production host: buyers pay with worthless test tokens", join(&testnets)), "offer mainnet (eip155:8453 with Base USDC) in production; keep testnets on staging hosts");
+            } else {
+                out.pass(
+                    "testnet",
+                    format!(
+                        "testnet network(s) {} on a non-production host",
+                        join(&testnets)
+                    ),
+                );
+            }
+        } else if !networks_seen.is_empty() {
+            out.pass("testnet", "only mainnet networks are offered");
+        }
+
+        if v2 {
+            check_bazaar(&mut out, o, p.method, &mut discovery);
+        } else if discovery.v1_discoverable {
+            out.add("bazaar_present", Level::Warn, "v1 outputSchema with discoverable: true — the CDP Bazaar now catalogues v2 payments with extensions.bazaar", "upgrade to v2 and declare the bazaar extension (declareDiscoveryExtension)");
+        } else {
+            out.add(
+                "bazaar_present",
+                Level::Warn,
+                "no discovery metadata (v1, no outputSchema.input.discoverable)",
+                "upgrade to v2 and declare the bazaar extension",
+            );
+        }
+    }
+
+    if p.status == 402 {
+        let cc = p
+            .headers
+            .get_all("cache-control")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(", ")
+            .to_ascii_lowercase();
+        if cc.contains("no-store") {
+            out.pass("cache_control", "the 402 carries Cache-Control: no-store");
+        } else {
+            out.add(
+                "cache_control",
+                Level::Warn,
+                if cc.is_empty() {
+                    "the 402 has no Cache-Control header: a CDN may cache the challenge".to_string()
+                } else {
+                    format!("the 402 has Cache-Control: {cc}, without no-store")
+                },
+                "add Cache-Control: no-store to 402 answers (recent @x402/core does)",
+            );
+        }
+        let expose = p
+            .headers
+            .get_all("access-control-expose-headers")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(",")
+            .to_ascii_lowercase();
+        if header.is_some() {
+            if expose
+                .split(',')
+                .any(|h| h.trim() == "payment-required" || h.trim() == "*")
+            {
+                out.pass(
+                    "cors_expose",
+                    "PAYMENT-REQUIRED is exposed to browser clients",
+                );
+            } else {
+                out.add("cors_expose", Level::Warn, "Access-Control-Expose-Headers does not list PAYMENT-REQUIRED: buyers paying from a browser cannot read the challenge", "add Access-Control-Expose-Headers: PAYMENT-REQUIRED, PAYMENT-RESPONSE on the 402 itself");
+            }
+        }
+    }
+
+    let valid_challenge = valid
+        && matches!(
+            source,
+            ChallengeSource::V2Header | ChallengeSource::Dual | ChallengeSource::V1Body
+        )
+        && p.status == 402;
+    Analysis {
+        http_status: p.status,
+        valid_challenge,
+        x402_version: version,
+        challenge_source: source,
+        error_text,
+        resource,
+        accepts: accepts_out,
+        discovery,
+        checks: out.checks,
+        pay_tos,
+        networks: networks_seen,
+    }
+}
+
+fn join(v: &[&String]) -> String {
+    v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+fn check_resource(
+    out: &mut Out,
+    p: &ProbeView<'_>,
+    guard: &Guard,
+    res_url: Option<&str>,
+    v2: bool,
+) {
+    let field = if v2 {
+        "resource.url"
+    } else {
+        "accepts[].resource"
+    };
+    let Some(raw) = res_url.filter(|s| !s.is_empty()) else {
+        out.add(
+            "resource_url",
+            Level::Fail,
+            format!("{field} is missing"),
+            format!("set {field} to the absolute https URL of this route"),
+        );
+        // https judged on the probed URL when there is no canonical one
+        if p.url.scheme() == "https" {
+            out.pass("https", "the endpoint was probed over https");
+        } else {
+            out.add(
+                "https",
+                Level::Fail,
+                "the endpoint is plain http and declares no canonical URL",
+                "serve the paid route over https (CDP's validator and the Bazaar require it)",
+            );
+        }
+        return;
+    };
+    let Ok(u) = Url::parse(raw) else {
+        out.add(
+            "resource_url",
+            Level::Fail,
+            format!("{field} `{raw}` is not an absolute URL"),
+            format!("set {field} to the absolute https URL of this route"),
+        );
+        out.add(
+            "https",
+            Level::Fail,
+            format!("{field} is not a URL"),
+            "use an https URL",
+        );
+        return;
+    };
+    // https is judged on the canonical URL buyers and the Bazaar will use, not on how this
+    // probe reached the server (an operator may probe its own origin over plain http).
+    if u.scheme() == "https" {
+        if p.url.scheme() == "https" {
+            out.pass("https", format!("{field} and the probed URL are https"));
+        } else {
+            out.pass(
+                "https",
+                format!("{field} is https (this probe used plain http to reach the server)"),
+            );
+        }
+    } else {
+        out.add("https", Level::Fail, format!("{field} is {}://…: often built from the internal scheme behind a TLS-terminating proxy", u.scheme()), "build resource.url from your public https origin (trust X-Forwarded-Proto or configure it)");
+    }
+    if guard.parse_target(u.as_str()).is_err() {
+        out.add(
+            "resource_url_public",
+            Level::Fail,
+            format!(
+                "{field} host `{}` is local or private: buyers and the Bazaar cannot reach it",
+                u.host_str().unwrap_or("")
+            ),
+            "build resource.url from your public origin, not from the internal listen address",
+        );
+    }
+    let same_path = |a: &Url| a.path().trim_end_matches('/') == u.path().trim_end_matches('/');
+    let same_host = |a: &Url| {
+        a.host_str()
+            .map(|h| h.eq_ignore_ascii_case(u.host_str().unwrap_or("")))
+            .unwrap_or(false)
+    };
+    let matched = [p.url, p.final_url].into_iter().find(|a| same_path(a));
+    match matched {
+        Some(a) if same_host(a) => out.pass("resource_url", format!("{field} {u} names the probed route")),
+        Some(_) => out.add("resource_url", Level::Warn, format!("{field} {u} has the probed path on another host (probed {})", p.url.host_str().unwrap_or("")), "fine if that is your canonical origin; otherwise build resource.url from the host buyers call"),
+        None => out.add("resource_url", Level::Fail, format!("{field} {u} does not name the probed route (path {})", p.final_url.path()), "set resource.url to this route's own URL: the Bazaar lists and buyers pay for exactly that URL"),
+    }
+}
+
+fn check_service_metadata(out: &mut Out, resource: &Value) {
+    let mut bad = Vec::new();
+    if let Some(s) = resource.get("serviceName") {
+        match s.as_str() {
+            Some(n) if n.len() <= 32 && n.chars().all(|c| (' '..='~').contains(&c)) => {}
+            _ => bad.push("serviceName (printable ASCII, ≤ 32 characters)"),
+        }
+    }
+    if let Some(t) = resource.get("tags") {
+        let ok = t.as_array().is_some_and(|a| {
+            a.len() <= 5
+                && a.iter().all(|x| {
+                    x.as_str().is_some_and(|s| {
+                        s.len() <= 32 && s.chars().all(|c| (' '..='~').contains(&c))
+                    })
+                })
+        });
+        if !ok {
+            bad.push("tags (≤ 5, printable ASCII, ≤ 32 characters each)");
+        }
+    }
+    if let Some(i) = resource.get("iconUrl") {
+        let ok = i
+            .as_str()
+            .and_then(|s| Url::parse(s).ok())
+            .is_some_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.username().is_empty()
+                    && matches!(u.host(), Some(url::Host::Domain(d)) if d != "localhost")
+                    && u.as_str().len() <= 2048
+            });
+        if !ok {
+            bad.push("iconUrl (absolute http(s), no IP, no localhost, ≤ 2048 characters)");
+        }
+    }
+    if !bad.is_empty() {
+        out.add(
+            "service_metadata",
+            Level::Warn,
+            format!(
+                "invalid {}: facilitators silently drop such values",
+                bad.join(", ")
+            ),
+            "fix the values or leave them out",
+        );
+    }
+}
+
+/// Checks one accepts entry; returns its report JSON and whether it is payable as written.
+fn check_entry(out: &mut Out, i: usize, e: &Value, v2: bool) -> (Value, bool) {
+    let mut ok = true;
+    let scheme = str_of(e, "scheme").unwrap_or("");
+    let network = str_of(e, "network").unwrap_or("");
+    let asset = str_of(e, "asset").unwrap_or("");
+    let pay_to = str_of(e, "payTo").unwrap_or("");
+    let amount_field = if v2 { "amount" } else { "maxAmountRequired" };
+    let amount_v = e.get(amount_field);
+    let extra = e.get("extra").cloned().unwrap_or(Value::Null);
+
+    // scheme
+    if scheme == "exact" {
+        out.entry(i, "scheme", Level::Pass, "scheme exact", "");
+    } else if KNOWN_SCHEMES.contains(&scheme) {
+        out.entry(
+            i,
+            "scheme",
+            Level::Warn,
+            format!("scheme `{scheme}`: few clients and facilitators support it"),
+            "offer `exact` as well, first",
+        );
+    } else {
+        ok = false;
+        out.entry(
+            i,
+            "scheme",
+            Level::Fail,
+            format!("unknown scheme `{scheme}`"),
+            "use scheme `exact`",
+        );
+    }
+
+    // network
+    let known = networks::lookup(network);
+    if v2 {
+        if networks::is_caip2(network) {
+            if known.is_some() {
+                out.entry(i, "network", Level::Pass, format!("network {network}"), "");
+            } else {
+                out.entry(i, "network", Level::Warn, format!("network {network} is CAIP-2 but not one the main facilitators settle (Base, Solana)"), "offer eip155:8453 (Base) with USDC");
+            }
+        } else {
+            ok = false;
+            let fix = match networks::by_v1(network) {
+                Some(n) => format!("write the CAIP-2 id `{}` instead of `{network}`", n.caip2),
+                None => "use a CAIP-2 id such as eip155:8453".into(),
+            };
+            out.entry(
+                i,
+                "network",
+                Level::Fail,
+                format!("network `{network}` is not a CAIP-2 id (v2 requires one)"),
+                fix,
+            );
+        }
+    } else if known.and_then(|n| n.v1).is_some()
+        || networks::OTHER_V1_NAMES.iter().any(|(n, _)| *n == network)
+    {
+        out.entry(
+            i,
+            "network",
+            Level::Pass,
+            format!("v1 network name {network}"),
+            "",
+        );
+    } else {
+        ok = false;
+        out.entry(
+            i,
+            "network",
+            Level::Fail,
+            format!("`{network}` is not a known v1 network name"),
+            "use `base` (v1) or move to v2 with eip155:8453",
+        );
+    }
+    let family = networks::family_of(network);
+
+    // payTo
+    match family {
+        Some(Family::Evm) => match classify_evm(pay_to) {
+            EvmAddress::Checksummed => out.entry(
+                i,
+                "pay_to",
+                Level::Pass,
+                format!("payTo {pay_to} is a checksummed EVM address"),
+                "",
+            ),
+            EvmAddress::NoChecksum => out.entry(
+                i,
+                "pay_to",
+                Level::Pass,
+                format!(
+                    "payTo {pay_to} is a valid EVM address (single case, so without a checksum)"
+                ),
+                "",
+            ),
+            EvmAddress::BadChecksum => {
+                ok = false;
+                out.entry(i, "pay_to", Level::Fail, format!("payTo {pay_to} fails its EIP-55 checksum: likely a typo, funds could be lost"), format!("check the address; its checksummed form would be {}", super::address::to_checksum(pay_to).unwrap_or_default()))
+            }
+            EvmAddress::Malformed => {
+                ok = false;
+                out.entry(
+                    i,
+                    "pay_to",
+                    Level::Fail,
+                    format!("payTo `{pay_to}` is not an EVM address (0x + 40 hex digits)"),
+                    "set payTo to your receiving wallet address",
+                )
+            }
+        },
+        Some(Family::Solana) => {
+            if is_valid_solana(pay_to) {
+                out.entry(
+                    i,
+                    "pay_to",
+                    Level::Pass,
+                    format!("payTo {pay_to} is a Solana address (32 bytes)"),
+                    "",
+                );
+            } else {
+                ok = false;
+                out.entry(
+                    i,
+                    "pay_to",
+                    Level::Fail,
+                    format!("payTo `{pay_to}` is not a Solana address (base58 of 32 bytes)"),
+                    "set payTo to your Solana wallet's public key (not its token account)",
+                );
+            }
+        }
+        None => out.entry(
+            i,
+            "pay_to",
+            Level::Warn,
+            format!("payTo `{pay_to}` on an unknown network could not be checked"),
+            "",
+        ),
+    }
+    if !pay_to.is_empty() && pay_to.eq_ignore_ascii_case(asset) {
+        ok = false;
+        out.entry(
+            i,
+            "pay_to",
+            Level::Fail,
+            "payTo is the token contract itself: payments would be sent to the USDC contract",
+            "set payTo to your wallet address",
+        );
+    }
+
+    // asset and EIP-712 domain
+    let same_asset = |a: &str| match family {
+        Some(Family::Evm) => a.eq_ignore_ascii_case(asset),
+        _ => a == asset,
+    };
+    let mut usdc_domain: Option<(&str, &str)> = None;
+    let mut asset_label = Value::Null;
+    match known.and_then(|n| n.usdc.map(|u| (n, u))) {
+        Some((n, (addr, name, version))) if same_asset(addr) => {
+            usdc_domain = Some((name, version));
+            asset_label = json!("USDC");
+            out.entry(
+                i,
+                "asset",
+                Level::Pass,
+                format!("asset is USDC on {}", n.label),
+                "",
+            );
+        }
+        Some((n, (addr, _, _))) => {
+            if let Some(other) = networks::NETWORKS
+                .iter()
+                .find(|o| o.usdc.is_some_and(|u| same_asset(u.0)))
+            {
+                ok = false;
+                out.entry(
+                    i,
+                    "asset",
+                    Level::Fail,
+                    format!(
+                        "asset {asset} is USDC on {}, but the network is {}",
+                        other.label, n.label
+                    ),
+                    format!("on {} use USDC at {addr}", n.label),
+                );
+            } else {
+                out.entry(
+                    i,
+                    "asset",
+                    Level::Warn,
+                    format!("asset {asset} is not USDC on {} ({addr})", n.label),
+                    "price in USDC: it is what buyers' wallets and the facilitators expect",
+                );
+            }
+        }
+        None => out.entry(
+            i,
+            "asset",
+            Level::Warn,
+            format!("asset `{asset}` on an unknown network could not be checked"),
+            "",
+        ),
+    }
+    if family == Some(Family::Evm) && scheme == "exact" {
+        if let Some((name, version)) = usdc_domain {
+            let en = str_of(&extra, "name");
+            let ev = str_of(&extra, "version");
+            if en == Some(name) && ev == Some(version) {
+                out.entry(i, "eip712_domain", Level::Pass, format!("extra.name/version \"{name}\"/\"{version}\" match the token's EIP-712 domain"), "");
+            } else {
+                ok = false;
+                let seen = format!(
+                    "{}/{}",
+                    en.unwrap_or("(missing)"),
+                    ev.unwrap_or("(missing)")
+                );
+                let hint = if en == Some("USDC") && name == "USD Coin" {
+                    " (\"USDC\" is Base Sepolia's name, not Base mainnet's)"
+                } else if en == Some("USD Coin") && name == "USDC" {
+                    " (\"USD Coin\" is Base mainnet's name, not Base Sepolia's)"
+                } else {
+                    ""
+                };
+                out.entry(i, "eip712_domain", Level::Fail, format!("extra name/version {seen} do not match the token's EIP-712 domain \"{name}\"/\"{version}\"{hint}: signatures will not verify"), format!("set extra to {{\"name\": \"{name}\", \"version\": \"{version}\"}}"));
+            }
+        }
+    }
+    if family == Some(Family::Solana) {
+        match str_of(&extra, "feePayer") {
+            Some(f) if is_valid_solana(f) => out.entry(
+                i,
+                "fee_payer",
+                Level::Pass,
+                "extra.feePayer is a Solana address",
+                "",
+            ),
+            _ => {
+                ok = false;
+                out.entry(
+                    i,
+                    "fee_payer",
+                    Level::Fail,
+                    "Solana offers need extra.feePayer (the facilitator's fee payer)",
+                    "read feePayer from the facilitator's /supported and put it in extra",
+                )
+            }
+        }
+    }
+
+    // amount
+    let mut amount_atomic: Option<u128> = None;
+    match amount_v {
+        Some(Value::String(s)) if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) => {
+            match s.parse::<u128>() {
+                Ok(0) => {
+                    ok = false;
+                    out.entry(
+                        i,
+                        "amount",
+                        Level::Fail,
+                        format!("{amount_field} is 0"),
+                        "set the price in atomic units (10000 = $0.01 for USDC)",
+                    );
+                }
+                Ok(a) => {
+                    amount_atomic = Some(a);
+                    out.entry(
+                        i,
+                        "amount",
+                        Level::Pass,
+                        format!("{amount_field} {a} atomic units"),
+                        "",
+                    );
+                }
+                Err(_) => {
+                    ok = false;
+                    out.entry(
+                        i,
+                        "amount",
+                        Level::Fail,
+                        format!("{amount_field} {s} is too large"),
+                        "write the price in atomic units",
+                    );
+                }
+            }
+        }
+        Some(Value::String(s)) => {
+            ok = false;
+            let t = s.trim().trim_start_matches('$');
+            let fix = match t.parse::<f64>() {
+                Ok(f) if f.is_finite() && f > 0.0 => format!(
+                    "write atomic units as an integer string: ${t} in USDC (6 decimals) is \"{}\"",
+                    (f * 1e6).round() as u128
+                ),
+                _ => {
+                    "write the amount as an integer string of atomic units (10000 = $0.01 for USDC)"
+                        .into()
+                }
+            };
+            out.entry(
+                i,
+                "amount",
+                Level::Fail,
+                format!(
+                    "{amount_field} \"{s}\" is not an integer of atomic units (a dollar amount?)"
+                ),
+                fix,
+            );
+        }
+        Some(Value::Number(n)) => {
+            ok = false;
+            out.entry(
+                i,
+                "amount",
+                Level::Fail,
+                format!("{amount_field} is the JSON number {n}, not a string"),
+                format!(
+                    "write it as a string of atomic units, e.g. \"{}\"",
+                    if n.is_u64() {
+                        n.to_string()
+                    } else {
+                        ((n.as_f64().unwrap_or(0.0)) * 1e6).round().to_string()
+                    }
+                ),
+            );
+        }
+        _ => {
+            ok = false;
+            out.entry(
+                i,
+                "amount",
+                Level::Fail,
+                format!("{amount_field} is missing"),
+                format!("add {amount_field} in atomic units"),
+            );
+        }
+    }
+    if let (Some(a), Some(_)) = (
+        amount_atomic,
+        usdc_domain.or(if asset_label.is_null() {
+            None
+        } else {
+            Some(("", ""))
+        }),
+    ) {
+        if a < 100 {
+            out.entry(
+                i,
+                "amount_plausible",
+                Level::Warn,
+                format!(
+                    "{a} atomic units is ${} — did you mean ${a}? USDC has 6 decimals",
+                    atomic_to_usd(a)
+                ),
+                format!("for ${a} write \"{}\"", a * USDC_UNIT),
+            );
+        } else if a > 1_000 * USDC_UNIT {
+            out.entry(
+                i,
+                "amount_plausible",
+                Level::Warn,
+                format!(
+                    "{a} atomic units is ${} per call — 18 decimals used by mistake?",
+                    atomic_to_usd(a)
+                ),
+                "USDC has 6 decimals: $0.01 is \"10000\"",
+            );
+        }
+    }
+
+    // maxTimeoutSeconds
+    match e.get("maxTimeoutSeconds").and_then(Value::as_u64) {
+        Some(0) | None => {
+            ok = false;
+            out.entry(
+                i,
+                "max_timeout",
+                Level::Fail,
+                "maxTimeoutSeconds is missing or 0",
+                "set maxTimeoutSeconds (60–300 is typical)",
+            );
+        }
+        Some(t) if t < 10 => out.entry(
+            i,
+            "max_timeout",
+            Level::Warn,
+            format!("maxTimeoutSeconds {t} is shorter than a settlement can take"),
+            "use at least 60",
+        ),
+        Some(t) if t > 3600 => out.entry(
+            i,
+            "max_timeout",
+            Level::Warn,
+            format!("maxTimeoutSeconds {t}: a signed payment stays valid for over an hour"),
+            "use 60–300",
+        ),
+        Some(t) => out.entry(
+            i,
+            "max_timeout",
+            Level::Pass,
+            format!("maxTimeoutSeconds {t}"),
+            "",
+        ),
+    }
+
+    let usd = amount_atomic
+        .filter(|_| !asset_label.is_null())
+        .map(atomic_to_usd);
+    let entry = json!({
+        "scheme": scheme,
+        "network": network,
+        "networkName": known.map(|n| n.label),
+        "testnet": networks::is_testnet(network),
+        "amountAtomic": amount_v.cloned().unwrap_or(Value::Null),
+        "amountUsd": usd,
+        "asset": asset,
+        "assetSymbol": asset_label,
+        "payTo": pay_to,
+        "maxTimeoutSeconds": e.get("maxTimeoutSeconds").cloned().unwrap_or(Value::Null),
+        "extra": extra,
+    });
+    (entry, ok)
+}
+
+/// The methods a bazaar schema allows for `input.method` (enum or const), upper-cased.
+fn schema_methods(schema: &Value) -> Vec<String> {
+    let m = schema.pointer("/properties/input/properties/method");
+    let mut out = Vec::new();
+    if let Some(m) = m {
+        if let Some(a) = m.get("enum").and_then(Value::as_array) {
+            out.extend(
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.to_ascii_uppercase()),
+            );
+        }
+        if let Some(c) = m.get("const").and_then(Value::as_str) {
+            out.push(c.to_ascii_uppercase());
+        }
+    }
+    out
+}
+
+/// Validates `instance` against `schema` (JSON Schema, draft from `$schema`, 2020-12 default).
+/// Remote references are not fetched: a schema that needs them is reported as not compiling.
+pub fn validate_schema(schema: &Value, instance: &Value) -> Result<(), Vec<String>> {
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V2020_12);
+    if let Err(e) = compiler.add_resource("urn:x402-check:bazaar-schema", schema.clone()) {
+        return Err(vec![format!("the schema could not be loaded: {e}")]);
+    }
+    let idx = match compiler.compile("urn:x402-check:bazaar-schema", &mut schemas) {
+        Ok(i) => i,
+        Err(e) => return Err(vec![format!("the schema does not compile: {e}")]),
+    };
+    match schemas.validate(instance, idx) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let mut msgs = Vec::new();
+            collect_errors(&e, &mut msgs);
+            if msgs.is_empty() {
+                msgs.push(e.to_string());
+            }
+            msgs.truncate(10);
+            Err(msgs)
+        }
+    }
+}
+
+fn collect_errors(e: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
+    if e.causes.is_empty() {
+        out.push(format!("at `{}`: {}", e.instance_location, e.kind));
+    }
+    for c in &e.causes {
+        collect_errors(c, out);
+    }
+}
+
+fn check_bazaar(out: &mut Out, o: &Value, probe_method: &str, d: &mut DiscoveryHints) {
+    let Some(b) = o.pointer("/extensions/bazaar").filter(|v| !v.is_null()) else {
+        out.add("bazaar_present", Level::Warn, "no extensions.bazaar: the CDP Bazaar will not catalogue this route even after paid calls", "declare the bazaar discovery extension (declareDiscoveryExtension in @x402/extensions) with the route's input and output");
+        return;
+    };
+    d.bazaar = true;
+    out.pass("bazaar_present", "extensions.bazaar is declared");
+    let info = b.get("info").cloned().unwrap_or(Value::Null);
+    let schema = b.get("schema").cloned().unwrap_or(Value::Null);
+    d.input_type = info
+        .pointer("/input/type")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    d.method = info
+        .pointer("/input/method")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    d.method_enum = schema_methods(&schema);
+    d.route_template = b
+        .get("routeTemplate")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if !info.is_object() || info.get("input").is_none() {
+        out.add("bazaar_info", Level::Fail, "extensions.bazaar has no info.input", "info.input describes how to call the route: {type: \"http\", method, queryParams | bodyType + body}");
+    }
+    if !schema.is_object() {
+        d.schema_valid = Some(false);
+        out.add("bazaar_schema", Level::Fail, "extensions.bazaar has no schema object: facilitators validate info against it before cataloguing", "include the JSON Schema that validates info (declareDiscoveryExtension generates it)");
+    } else {
+        match validate_schema(&schema, &info) {
+            Ok(()) => {
+                d.schema_valid = Some(true);
+                out.pass(
+                    "bazaar_schema",
+                    "info validates against the extension's own schema",
+                );
+            }
+            Err(errs) => {
+                d.schema_valid = Some(false);
+                d.schema_errors = errs.clone();
+                out.add("bazaar_schema", Level::Fail, format!("info does not validate against its own schema: {}", errs.join("; ")), "make info and schema agree (generate both from one declaration); facilitators drop listings whose info fails the schema");
+            }
+        }
+        let requires_input = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x == "input"));
+        if !requires_input {
+            out.add(
+                "bazaar_schema_strict",
+                Level::Warn,
+                "the schema does not require `input`",
+                "add \"required\": [\"input\"] and pin input.type and input.method",
+            );
+        }
+    }
+    match d.input_type.as_deref() {
+        Some("http") => {
+            let m = d.method.clone().unwrap_or_default().to_ascii_uppercase();
+            if m.is_empty() {
+                out.add(
+                    "bazaar_method",
+                    Level::Fail,
+                    "info.input.method is missing",
+                    format!("set info.input.method to {probe_method}"),
+                );
+            } else if m != probe_method.to_ascii_uppercase() {
+                out.add("bazaar_method", Level::Fail, format!("info.input.method is {m} but this {probe_method} request got the challenge"), format!("declare the extension per method: {probe_method} requests should carry method {probe_method}"));
+            } else if !d.method_enum.is_empty() && !d.method_enum.contains(&m) {
+                out.add(
+                    "bazaar_method",
+                    Level::Fail,
+                    format!(
+                        "the schema allows method {} but info says {m}",
+                        d.method_enum.join("/")
+                    ),
+                    "restrict the schema's input.method to the real method",
+                );
+            } else {
+                out.pass(
+                    "bazaar_method",
+                    format!("info.input.method {m} matches the probe"),
+                );
+            }
+            let body_method = matches!(m.as_str(), "POST" | "PUT" | "PATCH");
+            if body_method && info.pointer("/input/bodyType").is_none() {
+                out.add(
+                    "bazaar_input",
+                    Level::Fail,
+                    format!("{m} input without bodyType"),
+                    "set info.input.bodyType (json, form-data or text) and info.input.body",
+                );
+            }
+        }
+        Some("mcp") => {
+            if info
+                .pointer("/input/toolName")
+                .or(info.pointer("/input/tool"))
+                .is_some()
+            {
+                out.pass("bazaar_method", "MCP tool declaration");
+            } else {
+                out.add(
+                    "bazaar_method",
+                    Level::Fail,
+                    "MCP input without toolName",
+                    "set info.input.toolName",
+                );
+            }
+        }
+        Some(t) => out.add(
+            "bazaar_method",
+            Level::Fail,
+            format!("info.input.type `{t}` is neither http nor mcp"),
+            "set info.input.type to \"http\"",
+        ),
+        None => out.add(
+            "bazaar_method",
+            Level::Fail,
+            "info.input.type is missing",
+            "set info.input.type to \"http\"",
+        ),
+    }
+    if info.pointer("/output").is_some() {
+        out.pass("bazaar_output", "info.output describes the answer");
+    } else {
+        out.add("bazaar_output", Level::Warn, "no info.output: buyers cannot see what they will get (CDP's validator calls this advisory)", "add info.output with type and an example");
+    }
+    if let Some(t) = &d.route_template {
+        let ok = t.starts_with('/')
+            && !t.contains("..")
+            && !t.contains("://")
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_/:.-~%".contains(c));
+        if !ok {
+            out.add(
+                "bazaar_route_template",
+                Level::Fail,
+                format!("routeTemplate `{t}` is not a valid path template"),
+                "start with /, use :name segments, no .. or ://",
+            );
+        }
+    }
+}
+
+/// Turns an object of named fields into a Map (helper for report building).
+pub fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usd_and_hosts() {
+        assert_eq!(atomic_to_usd(10_000), "0.01");
+        assert_eq!(atomic_to_usd(5_000), "0.005");
+        assert_eq!(atomic_to_usd(1_000_000), "1");
+        assert_eq!(atomic_to_usd(1_500_000), "1.5");
+        assert!(production_looking("api.example-audit.dev"));
+        assert!(!production_looking("staging.example.com"));
+        assert!(!production_looking("api-dev.example.com"));
+        assert!(!production_looking("127.0.0.1"));
+        assert!(!production_looking("localhost"));
+    }
+
+    #[test]
+    fn header_decoding_is_strict_then_lenient() {
+        let j = json!({"x402Version": 2});
+        let std = base64::engine::general_purpose::STANDARD.encode(j.to_string());
+        assert_eq!(decode_header(&std).unwrap(), (j.clone(), false));
+        let nopad = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(j.to_string());
+        if nopad != std {
+            assert!(decode_header(&nopad).unwrap().1);
+        }
+        assert!(decode_header("%%%not base64").is_err());
+        assert!(decode_header(&j.to_string())
+            .unwrap_err()
+            .contains("raw JSON"));
+    }
+
+    #[test]
+    fn schema_validation() {
+        let schema = json!({"type": "object", "properties": {"input": {"type": "object", "properties": {"method": {"enum": ["GET"]}}}}, "required": ["input"]});
+        assert!(validate_schema(&schema, &json!({"input": {"method": "GET"}})).is_ok());
+        let e = validate_schema(&schema, &json!({"input": {"method": "POST"}})).unwrap_err();
+        assert!(e[0].contains("/input/method"), "{e:?}");
+        assert!(
+            validate_schema(&json!({"$ref": "https://example.com/s.json"}), &json!({})).is_err()
+        );
+        assert_eq!(schema_methods(&schema), vec!["GET"]);
+    }
+
+    /// Hostile or malformed challenges never panic and always produce checks.
+    #[test]
+    fn hostile_challenges_are_reported_not_fatal() {
+        let guard = Guard::new(vec![]);
+        let url = Url::parse("https://seller.example.com/x").unwrap();
+        let deep = (0..120).fold(json!(1), |v, _| json!([v]));
+        let bodies = vec![
+            json!({"x402Version": 2, "accepts": "nope"}),
+            json!({"x402Version": 2, "accepts": [1, null, "x", {"amount": 5, "network": 7, "payTo": []}]}),
+            json!({"x402Version": 2, "resource": "str", "accepts": [{"scheme": "exact", "network": "eip155:8453", "amount": "99999999999999999999999999999999999999999", "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "payTo": "0x0", "maxTimeoutSeconds": -1}]}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": {"input": {"type": "http", "method": "GET"}}, "schema": {"$ref": "#"}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": deep.clone(), "schema": {"items": {"$ref": "#"}}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": {}, "schema": {"$ref": "#/definitions/missing"}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": {"info": {}, "schema": {"$dynamicRef": "#x", "pattern": "(a+)+$"}}}}),
+            json!({"x402Version": 2, "accepts": [], "extensions": {"bazaar": "string"}}),
+            json!({"x402Version": 99, "accepts": [{}]}),
+            json!({"x402Version": "2"}),
+            deep,
+        ];
+        for body in bodies {
+            let text = body.to_string();
+            for in_header in [false, true] {
+                let mut headers = HeaderMap::new();
+                let b: &[u8] = if in_header {
+                    let enc = base64::engine::general_purpose::STANDARD.encode(&text);
+                    headers.insert("payment-required", enc.parse().unwrap());
+                    b""
+                } else {
+                    text.as_bytes()
+                };
+                let a = analyse(
+                    &ProbeView {
+                        url: &url,
+                        final_url: &url,
+                        method: "GET",
+                        status: 402,
+                        headers: &headers,
+                        body: b,
+                        truncated: false,
+                    },
+                    &guard,
+                );
+                assert!(!a.checks.is_empty(), "{text}");
+                assert!(
+                    !a.valid_challenge || a.accepts.iter().any(|e| e["scheme"] == "exact"),
+                    "{text}"
+                );
+            }
+        }
+        // Raw binary, empty, and a header that is not ASCII.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "payment-required",
+            http::HeaderValue::from_bytes(&[0xff, 0xfe, b'a']).unwrap(),
+        );
+        let a = analyse(
+            &ProbeView {
+                url: &url,
+                final_url: &url,
+                method: "POST",
+                status: 402,
+                headers: &headers,
+                body: &[0, 159, 146, 150],
+                truncated: true,
+            },
+            &guard,
+        );
+        assert_eq!(a.worst(), Level::Fail);
+    }
+}

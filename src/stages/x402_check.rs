@@ -1,0 +1,274 @@
+//! `x402_check`: one unpaid probe of a third party's x402 endpoint and the audit report
+//! (spec 4.5; needs `target` from url_guard). Never pays, never signs, exactly one probe with the
+//! method asked for (DESIGN §9).
+//!
+//! Any HTTP answer, 5xx included, is a report (200, charged). Not charged: a refused redirect
+//! hop (400), unreachable or too many redirects (502), timeout (504).
+//!
+//! Parameters:
+//! - `method_param` (default `method`): input parameter holding GET or POST.
+//! - `timeout_ms` (8000), `max_redirects` (3), `max_bytes` (65536): the probe's caps.
+//! - `rpcs`: CAIP-2 network → upstream name of its JSON-RPC endpoint (default Base → `base_rpc`,
+//!   Ethereum → `eth_rpc`); each must exist in routes.yaml `upstreams:`.
+//! - `rpc_timeout_ms` (3000): bound on the payTo code look-ups (they run after the probe).
+
+use async_trait::async_trait;
+use http::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::audit::challenge::{analyse, Level, ProbeView};
+use crate::audit::onchain::Rpc;
+use crate::audit::{pay_to_types, probe, Rpcs};
+use crate::net::{FetchError, Guard, GuardedClient};
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "x402_check",
+    phase: Phase::Work,
+    payment: false,
+    needs: &["target"],
+    gives: &["output"],
+    doc: "one unpaid probe of an x402 endpoint; challenge, offers, payTo type and pass/warn/fail checks",
+    errors: &[
+        (400, "A redirect to a refused (private, loopback, metadata) target"),
+        (502, "The target is unreachable or redirected more than 3 times; not charged"),
+        (504, "The target did not answer within 8 s; not charged"),
+    ],
+    build,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default = "default_method_param")]
+    method_param: String,
+    #[serde(default = "default_timeout")]
+    timeout_ms: u64,
+    #[serde(default = "default_redirects")]
+    max_redirects: u32,
+    #[serde(default = "default_max_bytes")]
+    max_bytes: usize,
+    #[serde(default = "default_rpcs")]
+    rpcs: BTreeMap<String, String>,
+    #[serde(default = "default_rpc_timeout")]
+    rpc_timeout_ms: u64,
+}
+
+fn default_method_param() -> String {
+    "method".into()
+}
+fn default_timeout() -> u64 {
+    8000
+}
+fn default_redirects() -> u32 {
+    3
+}
+fn default_max_bytes() -> usize {
+    64 * 1024
+}
+pub(crate) fn default_rpcs() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("eip155:8453".to_string(), "base_rpc".to_string()),
+        ("eip155:1".to_string(), "eth_rpc".to_string()),
+    ])
+}
+fn default_rpc_timeout() -> u64 {
+    3000
+}
+
+struct X402Check {
+    p: Params,
+    client: Arc<GuardedClient>,
+    guard: Arc<Guard>,
+    rpcs: Rpcs,
+    methodology: Value,
+}
+
+/// Builds the RPC list from a network → upstream-name map (shared with bazaar_check).
+pub(crate) fn build_rpcs(
+    ctx: &BuildCtx<'_>,
+    map: &BTreeMap<String, String>,
+    client: &Arc<GuardedClient>,
+    timeout: Duration,
+) -> Result<Rpcs, String> {
+    let mut rpcs = Vec::new();
+    for (net, name) in map {
+        if !crate::audit::networks::is_caip2(net) || !net.starts_with("eip155:") {
+            return Err(format!("rpcs: `{net}` is not an eip155 CAIP-2 network id"));
+        }
+        let url = ctx.config.upstreams.get(name).ok_or_else(|| {
+            format!("rpcs: upstream `{name}` is not defined in routes.yaml `upstreams:`")
+        })?;
+        rpcs.push((
+            net.clone(),
+            Rpc {
+                name: name.clone(),
+                url: url.clone(),
+                client: client.clone(),
+                timeout,
+            },
+        ));
+    }
+    Ok(rpcs)
+}
+
+fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let p: Params = params(p)?;
+    if ctx.route.param(&p.method_param).is_none() {
+        return Err(format!(
+            "the route has no input parameter `{}`",
+            p.method_param
+        ));
+    }
+    if p.timeout_ms == 0 || p.max_bytes == 0 || p.max_redirects > 20 {
+        return Err("timeout_ms and max_bytes must be positive, max_redirects at most 20".into());
+    }
+    let client = ctx.services.need::<GuardedClient>()?;
+    let rpcs = build_rpcs(
+        ctx,
+        &p.rpcs,
+        &client,
+        Duration::from_millis(p.rpc_timeout_ms),
+    )?;
+    let methodology = json!({
+        "probe": "exactly one unpaid request with the method asked for (POST sends the body {}), no payment header, no cookies; the answer is never paid or signed",
+        "timeoutMs": p.timeout_ms,
+        "maxRedirects": p.max_redirects,
+        "maxBodyBytes": p.max_bytes,
+        "blocked": "private, loopback, link-local, CGNAT, multicast, reserved and cloud-metadata addresses, checked on every DNS answer and redirect hop",
+        "classification": "PAYMENT-REQUIRED header decoded (base64 JSON) → v2; else a JSON body with x402Version 1 → v1; a v2 object only in the body is reported as non-conformant; a v2 header with a v1 body is `dual`",
+        "payToType": format!("eth_getCode at the latest block on {} (rpc upstreams {}), within {} ms", p.rpcs.keys().cloned().collect::<Vec<_>>().join(", "), p.rpcs.values().cloned().collect::<Vec<_>>().join(", "), p.rpc_timeout_ms),
+        "levels": "pass: conforms; warn: works but costs buyers, listings or safety; fail: payments or listings will break",
+        "checks": "documented in docs/audit.md (ids are stable)",
+        "https": "judged on the challenge's resource.url, the canonical URL buyers pay and the Bazaar lists",
+    });
+    Ok(Arc::new(X402Check {
+        p,
+        client,
+        guard: ctx.services.need::<Guard>()?,
+        rpcs,
+        methodology,
+    }))
+}
+
+#[allow(clippy::result_large_err)] // Reply is the house error type (as in url_guard, chain)
+fn probe_method(input: &serde_json::Map<String, Value>, param: &str) -> Result<Method, Reply> {
+    match input.get(param).and_then(Value::as_str) {
+        None => Ok(Method::GET),
+        Some(m) => match m.to_ascii_uppercase().as_str() {
+            "GET" => Ok(Method::GET),
+            "POST" => Ok(Method::POST),
+            other => Err(Reply::error(
+                StatusCode::BAD_REQUEST,
+                "invalid_parameter",
+                format!("method `{other}` is not supported: use GET or POST"),
+            )),
+        },
+    }
+}
+
+/// Maps a failed probe to the route's not-charged answers.
+pub(crate) fn probe_failure(e: &FetchError) -> (StatusCode, &'static str, String) {
+    let status = match e {
+        FetchError::BadUrl(_) | FetchError::Blocked { .. } => StatusCode::BAD_REQUEST,
+        FetchError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    (
+        status,
+        e.code(),
+        format!("{e}; the target was not audited and you were not charged"),
+    )
+}
+
+#[async_trait]
+impl Stage for X402Check {
+    fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
+        probe_method(input, &self.p.method_param).map(|_| ())
+    }
+
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let Some(url) = ex.target.clone() else {
+            return ex.fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "no target",
+            );
+        };
+        let method = match probe_method(&ex.input, &self.p.method_param) {
+            Ok(m) => m,
+            Err(r) => {
+                ex.reply = Some(r);
+                return Flow::Reply;
+            }
+        };
+        // Allowlisted (operator's own) addresses are reached over plain http (docs/audit.md).
+        let sent = crate::audit::bazaar::transport_url(&url, &self.guard);
+        let resp = match probe(
+            &self.client,
+            &sent,
+            &method,
+            self.p.max_redirects,
+            self.p.max_bytes,
+            Duration::from_millis(self.p.timeout_ms),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                let (status, code, msg) = probe_failure(&e);
+                return ex.fail(status, code, msg);
+            }
+        };
+        let mut analysis = analyse(
+            &ProbeView {
+                url: &url,
+                final_url: &resp.final_url,
+                method: method.as_str(),
+                status: resp.status.as_u16(),
+                headers: &resp.headers,
+                body: &resp.body,
+                truncated: resp.truncated,
+            },
+            &self.guard,
+        );
+        let (pay_to_rows, pay_to_checks) = pay_to_types(&self.rpcs, &analysis.pay_tos).await;
+        analysis.checks.extend(pay_to_checks);
+        let verdict = match analysis.worst() {
+            Level::Pass => "pass",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        };
+        let body = json!({
+            "ok": true,
+            "url": url.as_str(),
+            "method": method.as_str(),
+            "finalUrl": resp.final_url.as_str(),
+            "redirects": resp.redirects.iter().map(|u| u.as_str()).collect::<Vec<_>>(),
+            "httpStatus": analysis.http_status,
+            "truncated": resp.truncated,
+            "validChallenge": analysis.valid_challenge,
+            "x402Version": analysis.x402_version,
+            "challengeSource": analysis.challenge_source,
+            "challengeError": analysis.error_text,
+            "resource": analysis.resource,
+            "accepts": analysis.accepts,
+            "payToTypes": pay_to_rows,
+            "discovery": analysis.discovery,
+            "verdict": verdict,
+            "summary": {
+                "pass": analysis.count(Level::Pass),
+                "warn": analysis.count(Level::Warn),
+                "fail": analysis.count(Level::Fail),
+            },
+            "checks": analysis.checks,
+            "elapsedMs": ex.elapsed_ms(),
+            "methodology": self.methodology,
+        });
+        ex.respond_ok(body)
+    }
+}
