@@ -29,12 +29,25 @@ use paycall::server;
 use stack::LocalStack;
 
 const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
-const PAID_PATHS: &[&str] = &[
-    "/api/http",
-    "/api/fetch",
-    "/api/x402-check",
-    "/api/bazaar-check",
-];
+/// Every paid route of the shipped routes.yaml: the dogfood audits cover them all, so a new
+/// route whose challenge an auditor would fault fails here.
+fn paid_paths() -> Vec<String> {
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let env = |k: &str| match k {
+        "PAYCALL_EVM_PAY_TO" => Some("0x1111111111111111111111111111111111111111".to_string()),
+        "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.to_string()),
+        _ => None,
+    };
+    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let paths: Vec<String> = cfg
+        .routes
+        .iter()
+        .filter(|r| r.is_paid())
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(paths.len() >= 4, "{paths:?}");
+    paths
+}
 
 struct Paycall {
     base: String,
@@ -163,7 +176,7 @@ async fn x402_check_bills_reports_and_never_settles_failures_and_passes_on_itsel
     }
 
     // Dogfood: paycall audits its own paid routes (paid call, real settlement) and passes.
-    for path in PAID_PATHS {
+    for path in &paid_paths() {
         stack.reset_calls();
         let r = stack.pay_async(&check(&pc.url(path)), "GET", None).await;
         assert_eq!(r.status, 200, "{path}: {:?}", r.body);
@@ -252,7 +265,8 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     // The index lists paycall's paid routes, at paycall's own port, under its payTo.
     let listener = bind().await;
     let port = listener.local_addr().unwrap().port();
-    let items = PAID_PATHS
+    let paid = paid_paths();
+    let items = paid
         .iter()
         .map(|p| {
             zoo::index_item(
@@ -314,15 +328,15 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     assert_eq!(rep["source"], "bazaar-check");
     assert_eq!(rep["target"]["host"], "127.0.0.1");
     assert_eq!(rep["wellKnown"]["found"], true);
-    assert_eq!(rep["summary"]["routesListed"], PAID_PATHS.len());
-    assert_eq!(rep["summary"]["routesProbed"], PAID_PATHS.len());
-    assert_eq!(rep["summary"]["indexed"], PAID_PATHS.len());
+    assert_eq!(rep["summary"]["routesListed"], paid.len());
+    assert_eq!(rep["summary"]["routesProbed"], paid.len());
+    assert_eq!(rep["summary"]["indexed"], paid.len());
     assert_eq!(rep["summary"]["notIndexed"], 0);
-    assert_eq!(rep["summary"]["indexedOnBase"], PAID_PATHS.len());
+    assert_eq!(rep["summary"]["indexedOnBase"], paid.len());
     assert_eq!(rep["summary"]["fail"], 0, "{rep:#}");
     assert_eq!(
         rep["index"]["payTos"][0]["indexedTotalForPayTo"],
-        PAID_PATHS.len()
+        paid.len()
     );
     assert_eq!(rep["index"]["indexedNotListed"], serde_json::json!([]));
     for route in rep["routes"].as_array().unwrap() {
@@ -447,9 +461,16 @@ async fn bazaar_check_deadlines_count_from_arrival_when_verification_is_slow() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.path().join("pipelines").join(e.file_name())).unwrap();
     }
+    // Files the shipped pipelines serve (the PDF sample), relative to the config's directory.
+    std::fs::create_dir(dir.path().join("static")).unwrap();
+    for e in std::fs::read_dir(root.join("static")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.path().join("static").join(e.file_name())).unwrap();
+    }
     let listener = bind().await;
     let port = listener.local_addr().unwrap().port();
-    let items = PAID_PATHS
+    let paid = paid_paths();
+    let items = paid
         .iter()
         .map(|p| {
             zoo::index_item(
