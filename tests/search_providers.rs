@@ -672,3 +672,27 @@ async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
     assert_eq!(d["sample"]["error"], "provider_unconfigured", "{d}");
     server.shutdown().await;
 }
+
+#[test]
+fn bad_provider_settings_are_startup_errors_that_say_what_to_fix() {
+    for (caps, want) in [
+        (
+            json!({"provider": "bing"}),
+            "unknown search provider `bing`",
+        ),
+        (
+            json!({"provider": "brave", "upstream": "nowhere"}),
+            "no upstream `nowhere`",
+        ),
+        (json!({"provider": "brave", "colour": "red"}), "colour"),
+        (json!({"provider": "brave", "concurrency": 0}), "positive"),
+    ] {
+        let cfg = shipped("http://127.0.0.1:9", "http://127.0.0.1:9", caps.clone());
+        let Err(e) = server_support::build(cfg) else {
+            panic!("{caps} was accepted");
+        };
+        let text = e.to_string();
+        assert!(text.contains(want), "{caps}: {text}");
+        assert!(text.contains("routes.yaml"), "located: {text}");
+    }
+}

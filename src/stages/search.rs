@@ -132,6 +132,13 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     if p.max_redirects > 20 {
         return Err("max_redirects above 20 is not allowed".into());
     }
+    if !crate::search::PROVIDERS.contains(&p.provider.as_str()) {
+        return Err(format!(
+            "unknown search provider `{}`; known: {}",
+            p.provider,
+            crate::search::PROVIDERS.join(", ")
+        ));
+    }
     let upstream = p.upstream.clone().unwrap_or_else(|| p.provider.clone());
     let base = ctx
         .config
