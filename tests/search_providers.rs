@@ -353,6 +353,21 @@ async fn no_results_and_provider_failures_say_which() {
     );
     assert!(b["message"].as_str().unwrap().contains("HTTP 500"), "{b}");
 
+    // The provider refusing the caller's parameters is the caller's 400, not an outage.
+    let (s, _, b) = search(&server, "q=invalid&country=zz").await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("rejected_by_provider")),
+        "{b}"
+    );
+    assert!(
+        b["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unable to validate"),
+        "{b}"
+    );
+
     let (s, _, b) = search(&server, "q=garbage").await;
     assert_eq!(
         (s, b["error"].as_str()),

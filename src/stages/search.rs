@@ -6,8 +6,10 @@
 //!   (day|week|month|year). An option the provider cannot honour is 400 naming the provider,
 //!   checked before payment verification.
 //! - Billing (bill's default rule): 200 whenever the provider returned at least one result,
-//!   even when some or all pages fail. Not charged: 404 `no_results`; 503 when the provider is
-//!   unconfigured, unreachable, rate-limited or failing (the code says which).
+//!   even when some or all pages fail. Not charged: 404 `no_results`; 400
+//!   `rejected_by_provider` when the provider refuses the query's parameters (HTTP 422); 503
+//!   when the provider is unconfigured, unreachable, rate-limited or failing (the code says
+//!   which).
 //! - Pages: per page `page_max_bytes` (cut there, `truncated: true`), `page_timeout_ms`,
 //!   redirects capped, content cut at `page_max_chars`. A result URL the guard refuses is
 //!   reported failed and never fetched; DNS answers and redirects are judged by the client.
@@ -45,7 +47,7 @@ pub const FACTORY: StageFactory = StageFactory {
     gives: &["output"],
     doc: "web search through the configured provider, then the top n pages fetched in parallel as markdown",
     errors: &[
-        (400, "Missing or too long q, bad n, or an option the configured provider does not support"),
+        (400, "Missing or too long q, bad n, or an option the configured provider does not support or refused (rejected_by_provider)"),
         (404, "The provider found no results (not charged)"),
         (503, "The search provider is unconfigured, unreachable, rate-limited or failing (not charged)"),
     ],
@@ -387,8 +389,9 @@ impl Stage for Search {
             Ok(h) => h,
             Err(e) => {
                 tracing::warn!(request_id = %ex.id, provider = name, code = e.code(), "search provider failed");
-                let mut reply =
-                    Reply::error(StatusCode::SERVICE_UNAVAILABLE, e.code(), e.message(name));
+                let status =
+                    StatusCode::from_u16(e.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                let mut reply = Reply::error(status, e.code(), e.message(name));
                 if let ProviderError::RateLimited {
                     retry_after: Some(s),
                 } = &e
