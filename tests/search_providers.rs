@@ -711,3 +711,46 @@ fn bad_provider_settings_are_startup_errors_that_say_what_to_fix() {
         assert!(text.contains("routes.yaml"), "located: {text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_beyond_the_concurrency_limit_wait_for_a_slot_without_losing_their_deadline() {
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let mock = search_support::start().await;
+    mock.scenario(
+        "queue",
+        &[
+            up.url("/slow?ms=1000"),
+            up.url("/slow?ms=1000"),
+            up.url("/slow?ms=1000"),
+            up.url("/slow?ms=1000"),
+        ],
+    );
+    // One page at a time, each allowed 1.5 s (+ 2 s to convert) from when it gets its slot:
+    // four 1 s pages all succeed one after another, though the last ends 4 s in.
+    let mut c = caps("brave");
+    c["concurrency"] = json!(1);
+    c["page_timeout_ms"] = json!(1500);
+    let server = free_server(&mock, c).await;
+    let started = Instant::now();
+    let (s, _, b) = search(&server, "q=queue&n=3").await;
+    let took = started.elapsed();
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        b["fetchedOk"], 3,
+        "queued pages keep their own deadline: {b}"
+    );
+    assert!(
+        took >= Duration::from_millis(1800),
+        "one at a time: {took:?}"
+    );
+    server.shutdown().await;
+
+    // The default limit (5) fetches them together.
+    let server = free_server(&mock, caps("brave")).await;
+    let started = Instant::now();
+    let (s, _, b) = search(&server, "q=queue&n=4").await;
+    assert_eq!((s, b["fetchedOk"].as_u64()), (200, Some(4)), "{b}");
+    assert!(started.elapsed() < Duration::from_millis(4000), "together");
+    server.shutdown().await;
+}

@@ -253,18 +253,17 @@ impl Page {
 }
 
 impl Search {
-    /// Fetches and converts one result page. Never panics; every failure is a failed Page.
-    async fn page(&self, url: &str, permits: &Semaphore) -> Page {
-        let target = match self.pages.guard().parse_target(url) {
-            Ok(u) => u,
-            Err(refusal) => {
-                let e = crate::net::FetchError::from_url_refusal(refusal);
-                return Page::failed(e.code(), format!("{e}; the page was not fetched"));
-            }
-        };
-        let Ok(_permit) = permits.acquire().await else {
-            return Page::failed("internal_error", "the page could not be scheduled");
-        };
+    /// A result URL the guard refuses by its spelling: reported, never fetched.
+    fn refused(&self, url: &str) -> Result<url::Url, Page> {
+        self.pages.guard().parse_target(url).map_err(|refusal| {
+            let e = crate::net::FetchError::from_url_refusal(refusal);
+            Page::failed(e.code(), format!("{e}; the page was not fetched"))
+        })
+    }
+
+    /// Fetches and converts one vetted result page (DNS answers and redirects are judged by
+    /// the client). Never panics; every failure is a failed Page.
+    async fn page(&self, target: url::Url) -> Page {
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ACCEPT, HeaderValue::from_static(PAGE_ACCEPT));
         let req = FetchRequest {
@@ -327,26 +326,42 @@ impl Search {
     }
 
     /// Every page concurrently (at most `concurrency` at once), each under its own deadline
-    /// and all under `deadline`: a slow page never holds the others' results.
+    /// from the moment it gets a slot, and all under one overall deadline: a slow page never
+    /// holds the others' results.
     async fn pages(&self, hits: &[Hit]) -> Vec<Page> {
         let permits = Semaphore::new(self.concurrency);
         let per_page = self.page_timeout + TRANSFORM_MARGIN;
-        // Pages queued behind the concurrency limit wait their turn, but never past this.
+        // With more pages than slots, pages wait their turn, but never past this.
         let waves = hits.len().div_ceil(self.concurrency).max(1) as u32;
         let deadline = Instant::now() + per_page * waves;
+        let timed_out = || {
+            Page::failed(
+                "upstream_timeout",
+                format!(
+                    "the page was not fetched and converted within {} ms",
+                    per_page.as_millis()
+                ),
+            )
+        };
         let jobs = hits.iter().map(|h| {
             let permits = &permits;
             async move {
-                let work = tokio::time::timeout(per_page, self.page(&h.url, permits));
+                let target = match self.refused(&h.url) {
+                    Ok(t) => t,
+                    Err(page) => return page,
+                };
+                let work = async {
+                    let Ok(_slot) = permits.acquire().await else {
+                        return Page::failed("internal_error", "the page could not be scheduled");
+                    };
+                    match tokio::time::timeout(per_page, self.page(target)).await {
+                        Ok(page) => page,
+                        Err(_) => timed_out(),
+                    }
+                };
                 match tokio::time::timeout_at(deadline, work).await {
-                    Ok(Ok(page)) => page,
-                    _ => Page::failed(
-                        "upstream_timeout",
-                        format!(
-                            "the page was not fetched and converted within {} ms",
-                            per_page.as_millis()
-                        ),
-                    ),
+                    Ok(page) => page,
+                    Err(_) => timed_out(),
                 }
             }
         });
