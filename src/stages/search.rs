@@ -13,8 +13,10 @@
 //! - Pages: per page `page_max_bytes` (cut there, `truncated: true`), `page_timeout_ms`,
 //!   redirects capped, content cut at `page_max_chars`. A result URL the guard refuses is
 //!   reported failed and never fetched; DNS answers and redirects are judged by the client.
-//!   Each page has its own deadline and the slowest page bounds the whole: the call never
-//!   takes longer than `provider_timeout_ms + page_timeout_ms + TRANSFORM_MARGIN`.
+//!   Each page has its own deadline from when it gets a fetch slot, and the slowest page
+//!   bounds the whole: with `concurrency` ≥ n (the default) the call never takes longer than
+//!   `provider_timeout_ms + page_timeout_ms + TRANSFORM_MARGIN`; with fewer slots, one
+//!   `page_timeout_ms + TRANSFORM_MARGIN` per wave of pages.
 //!
 //! Parameters: `provider` (brave | serper | searxng), `upstream` (name in routes.yaml
 //! `upstreams:`, default the provider's name), `api_key_env` (default BRAVE_API_KEY /
