@@ -99,6 +99,7 @@ async fn each_provider_format_with_partial_page_failures() {
             up.url("/missing"),
             up.url("/png"),
             up.url("/notes.md"),
+            up.url("/echo"),
         ],
     );
     for provider in ["brave", "serper", "searxng"] {
@@ -169,6 +170,8 @@ async fn each_provider_format_with_partial_page_failures() {
         // 5: markdown passes through.
         assert_eq!(r[4]["ok"], true);
         assert!(content(&r[4]).contains("- one"), "{}", r[4]);
+        // Not asked for (n=5); the provider's sixth result is left out.
+        assert_eq!(r.len(), 5);
 
         // The provider got the request in its own format.
         let seen = mock.last();
@@ -752,5 +755,31 @@ async fn pages_beyond_the_concurrency_limit_wait_for_a_slot_without_losing_their
     let (s, _, b) = search(&server, "q=queue&n=4").await;
     assert_eq!((s, b["fetchedOk"].as_u64()), (200, Some(4)), "{b}");
     assert!(started.elapsed() < Duration::from_millis(4000), "together");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_asked_for_in_the_callers_language_without_cookies() {
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let mock = search_support::start().await;
+    mock.scenario("echo", &[up.url("/echo")]);
+    let server = free_server(&mock, caps("serper")).await;
+    let echoed = |b: &Value| -> Value {
+        let c = content(&b["results"][0]);
+        let json = c
+            .trim_start_matches("```json")
+            .trim_end_matches("```")
+            .trim();
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {c}"))
+    };
+    let (s, _, b) = search(&server, "q=echo&n=1&lang=pt-BR").await;
+    assert_eq!(s, 200, "{b}");
+    let seen = echoed(&b);
+    assert_eq!(seen["headers"]["accept-language"], "pt-BR", "{seen}");
+    assert!(seen["headers"].get("cookie").is_none());
+    assert_eq!(seen["method"], "GET");
+    let (_, _, b) = search(&server, "q=echo&n=1").await;
+    assert!(echoed(&b)["headers"].get("accept-language").is_none());
     server.shutdown().await;
 }

@@ -10,7 +10,7 @@
 //!   `rejected_by_provider` when the provider refuses the query's parameters (HTTP 422); 503
 //!   when the provider is unconfigured, unreachable, rate-limited or failing (the code says
 //!   which).
-//! - Pages: per page `page_max_bytes` (cut there, `truncated: true`), `page_timeout_ms`,
+//! - Pages: sent with `Accept-Language` when `lang` is given; per page `page_max_bytes` (cut there, `truncated: true`), `page_timeout_ms`,
 //!   redirects capped, content cut at `page_max_chars`. A result URL the guard refuses is
 //!   reported failed and never fetched; DNS answers and redirects are judged by the client.
 //!   Each page has its own deadline from when it gets a fetch slot, and the slowest page
@@ -265,9 +265,12 @@ impl Search {
 
     /// Fetches and converts one vetted result page (DNS answers and redirects are judged by
     /// the client). Never panics; every failure is a failed Page.
-    async fn page(&self, target: url::Url) -> Page {
+    async fn page(&self, target: url::Url, lang: Option<&HeaderValue>) -> Page {
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ACCEPT, HeaderValue::from_static(PAGE_ACCEPT));
+        if let Some(l) = lang {
+            headers.insert(http::header::ACCEPT_LANGUAGE, l.clone());
+        }
         let req = FetchRequest {
             url: target,
             method: Method::GET,
@@ -330,7 +333,10 @@ impl Search {
     /// Every page concurrently (at most `concurrency` at once), each under its own deadline
     /// from the moment it gets a slot, and all under one overall deadline: a slow page never
     /// holds the others' results.
-    async fn pages(&self, hits: &[Hit]) -> Vec<Page> {
+    async fn pages(&self, hits: &[Hit], lang: Option<&str>) -> Vec<Page> {
+        // Pages in the language asked for, where the site offers a choice.
+        let lang = lang.and_then(|l| HeaderValue::from_str(l).ok());
+        let lang = lang.as_ref();
         let permits = Semaphore::new(self.concurrency);
         let per_page = self.page_timeout + TRANSFORM_MARGIN;
         // With more pages than slots, pages wait their turn, but never past this.
@@ -356,7 +362,7 @@ impl Search {
                     let Ok(_slot) = permits.acquire().await else {
                         return Page::failed("internal_error", "the page could not be scheduled");
                     };
-                    match tokio::time::timeout(per_page, self.page(target)).await {
+                    match tokio::time::timeout(per_page, self.page(target, lang)).await {
                         Ok(page) => page,
                         Err(_) => timed_out(),
                     }
@@ -429,7 +435,7 @@ impl Stage for Search {
                 ),
             );
         }
-        let pages = self.pages(&hits).await;
+        let pages = self.pages(&hits, query.lang.as_deref()).await;
         let fetched_ok = pages.iter().filter(|p| p.ok).count();
         let results: Vec<Value> = hits
             .iter()
