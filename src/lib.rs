@@ -4,7 +4,9 @@
 
 pub mod config;
 pub mod doc;
+pub mod market;
 pub mod net;
+pub mod pdf;
 pub mod pipeline;
 pub mod search;
 pub mod server;

@@ -48,9 +48,13 @@ pub fn build_with_resolver(
     Ok(Services::builder()
         .with(Arc::new(config.clone()))
         .with(guard)
-        .with(client)
+        .with(client.clone())
         .with(facilitator)
         .with(Arc::new(Ledger::new(keep)))
+        .with(Arc::new(crate::market::MarketHub::new(
+            client.clone(),
+            config.upstreams.clone(),
+        )))
         .build())
 }
 

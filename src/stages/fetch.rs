@@ -258,7 +258,11 @@ impl Stage for Fetch {
     }
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
-        if crate::pipeline::input::skips(self.p.skip_if_param.as_deref(), &ex.input) {
+        // An earlier stage already has the document (own_file: a demo reading the service's
+        // own sample from disk), or the input says there is nothing to fetch (POST html).
+        if crate::pipeline::input::skips(self.p.skip_if_param.as_deref(), &ex.input)
+            || ex.slots.get::<Fetched>().is_some()
+        {
             return Flow::Continue;
         }
         let Some(url) = ex.target.clone() else {

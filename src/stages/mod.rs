@@ -7,10 +7,23 @@ pub mod fetch;
 pub mod http_record;
 pub mod markdown;
 pub mod payment_gate;
+pub mod pdf_text;
 pub mod search;
 pub mod settle;
+pub mod static_file;
 pub mod static_reply;
 pub mod url_guard;
+
+pub mod funding;
+pub mod funding_rates;
+pub mod gas;
+pub mod market_common;
+pub mod portfolio;
+pub mod pulse;
+pub mod signals;
+pub mod spot_prices;
+pub mod yield_pools;
+pub mod yields;
 
 use crate::pipeline::StageFactory;
 
@@ -25,5 +38,17 @@ pub static REGISTRY: &[StageFactory] = &[
     bill::FACTORY,
     settle::FACTORY,
     extract::FACTORY,
+    pdf_text::FACTORY,
+    static_file::FACTORY,
+    static_file::OWN_FILE,
     search::FACTORY,
+    spot_prices::FACTORY,
+    pulse::FACTORY,
+    funding_rates::FACTORY,
+    funding::FACTORY,
+    signals::FACTORY,
+    gas::FACTORY,
+    portfolio::FACTORY,
+    yield_pools::FACTORY,
+    yields::FACTORY,
 ];

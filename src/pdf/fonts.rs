@@ -1,0 +1,437 @@
+//! Fonts as the text layer needs them: character codes → Unicode text and advance widths.
+//!
+//! Simple fonts (Type1, TrueType, Type3, MMType1): one byte per code; the text of each code is
+//! precomputed once from the ToUnicode CMap when it has the code, else from the base encoding
+//! (Standard, WinAnsi, MacRoman…) with its `Differences` (glyph names resolved by the Adobe
+//! glyph list, `uniXXXX`/`uXXXX[XX]` names and ligature names). Composite fonts (Type0): two
+//! bytes per code, text from ToUnicode (or the code itself for the UCS-2/UTF-16 CMaps), widths
+//! from the descendant's `W`/`DW`.
+//!
+//! Nothing here trusts the file: every array is bounded, a missing or odd entry falls back.
+
+use lopdf::{Dictionary, Document, Object};
+use std::collections::HashMap;
+
+/// Text units per glyph-space unit for every font but Type3.
+const GLYPH_SCALE: f32 = 0.001;
+/// Upper bound on the entries read from a `W` array or a `Widths` array.
+const MAX_WIDTH_ENTRIES: usize = 70_000;
+/// Upper bound on the decompressed size of a ToUnicode CMap.
+const MAX_CMAP_BYTES: usize = 4 << 20;
+
+type CodeLookup = Box<dyn Fn(u32, u8) -> Option<Vec<u16>>>;
+
+pub struct Font {
+    pub two_byte: bool,
+    /// Simple fonts: text per code (empty: unknown).
+    simple_text: Vec<Box<str>>,
+    /// Simple fonts: advance per code, in text space units per unit of font size.
+    simple_widths: Vec<f32>,
+    /// Composite fonts: per-CID advance (text space units).
+    cid_widths: HashMap<u32, f32>,
+    default_width: f32,
+    to_unicode: Option<CodeLookup>,
+    /// Composite font whose codes are UCS-2 / UTF-16 code units.
+    codes_are_unicode: bool,
+    cid_cache: HashMap<u32, Box<str>>,
+}
+
+fn deref<'a>(doc: &'a Document, obj: &'a Object) -> &'a Object {
+    match obj {
+        Object::Reference(id) => doc.get_object(*id).unwrap_or(obj),
+        o => o,
+    }
+}
+
+fn num(o: &Object) -> Option<f32> {
+    match o {
+        Object::Integer(i) => Some(*i as f32),
+        Object::Real(r) => Some(*r),
+        _ => None,
+    }
+    .filter(|v| v.is_finite())
+}
+
+fn get<'a>(doc: &'a Document, d: &'a Dictionary, key: &[u8]) -> Option<&'a Object> {
+    d.get(key).ok().map(|o| deref(doc, o))
+}
+
+/// Helvetica's advance widths for ASCII 32..=126: a fallback for the standard fonts, which
+/// may come without a `Widths` array (better than one fixed width for finding word gaps).
+const HELVETICA_ASCII: [u16; 95] = [
+    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556,
+    556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722, 722, 667,
+    611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667,
+    667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500,
+    222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
+];
+
+/// Text of a glyph name that the names alone tell: uniXXXX, uXXXX, ligatures, a few common
+/// names lopdf's list may lack. None: ask the glyph list.
+fn glyph_name_text(name: &[u8]) -> Option<String> {
+    let s = std::str::from_utf8(name).ok()?;
+    // "a.sc", "f_i.alt": the part before the first dot names the glyph.
+    let base = s.split('.').next().unwrap_or(s);
+    if base.contains('_') && base.len() > 1 {
+        let parts: Vec<String> = base
+            .split('_')
+            .map(|p| glyph_name_text(p.as_bytes()).unwrap_or_else(|| p.to_string()))
+            .collect();
+        return Some(parts.concat());
+    }
+    if let Some(hex) = base.strip_prefix("uni") {
+        if hex.len() >= 4 && hex.len() % 4 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let units: Vec<u16> = (0..hex.len() / 4)
+                .filter_map(|i| u16::from_str_radix(&hex[i * 4..i * 4 + 4], 16).ok())
+                .collect();
+            return Some(String::from_utf16_lossy(&units));
+        }
+    }
+    if let Some(hex) = base.strip_prefix('u') {
+        if (4..=6).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return u32::from_str_radix(hex, 16)
+                .ok()
+                .and_then(char::from_u32)
+                .map(String::from);
+        }
+    }
+    let t = match base {
+        "ff" => "ff",
+        "fi" => "fi",
+        "fl" => "fl",
+        "ffi" => "ffi",
+        "ffl" => "ffl",
+        "space" | "nbspace" | "nonbreakingspace" => " ",
+        "hyphen" | "sfthyphen" | "softhyphen" => "-",
+        _ if base.len() == 1 && base.as_bytes()[0].is_ascii_alphanumeric() => base,
+        _ => return None,
+    };
+    Some(t.to_string())
+}
+
+/// Glyph-name → text through lopdf's glyph list (asked with a one-entry Differences).
+fn glyph_list_text(
+    doc: &Document,
+    name: &[u8],
+    cache: &mut HashMap<Vec<u8>, Box<str>>,
+) -> Box<str> {
+    if let Some(t) = cache.get(name) {
+        return t.clone();
+    }
+    let text: Box<str> = match glyph_name_text(name) {
+        Some(t) => t.into(),
+        None => {
+            let mut enc = Dictionary::new();
+            enc.set(
+                "Differences",
+                Object::Array(vec![Object::Integer(65), Object::Name(name.to_vec())]),
+            );
+            let mut font = Dictionary::new();
+            font.set("Type", Object::Name(b"Font".to_vec()));
+            font.set("Encoding", Object::Dictionary(enc));
+            match font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES) {
+                Ok(e) => match e.bytes_to_string(&[65]) {
+                    // A name the list does not know makes lopdf fall back to Standard: "A".
+                    Ok(s) if s != "A" || name == b"A" => s.into(),
+                    _ => "".into(),
+                },
+                Err(_) => "".into(),
+            }
+        }
+    };
+    if cache.len() < 4096 {
+        cache.insert(name.to_vec(), text.clone());
+    }
+    text
+}
+
+/// The 256-entry base table of a named simple encoding (lopdf's tables).
+fn base_table(doc: &Document, name: Option<&[u8]>) -> Vec<Box<str>> {
+    let mut font = Dictionary::new();
+    font.set("Type", Object::Name(b"Font".to_vec()));
+    if let Some(n) = name {
+        font.set("Encoding", Object::Name(n.to_vec()));
+    }
+    let enc = font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES).ok();
+    (0u16..256)
+        .map(|b| {
+            enc.as_ref()
+                .and_then(|e| e.bytes_to_string(&[b as u8]).ok())
+                .unwrap_or_default()
+                .into()
+        })
+        .collect()
+}
+
+/// The ToUnicode CMap of a font, as a code → UTF-16 lookup (lopdf's CMap parser).
+fn to_unicode(doc: &Document, font: &Dictionary) -> Option<CodeLookup> {
+    let obj = get(doc, font, b"ToUnicode")?;
+    if !matches!(obj, Object::Stream(_)) {
+        return None;
+    }
+    let mut fake = Dictionary::new();
+    fake.set("Type", Object::Name(b"Font".to_vec()));
+    fake.set("ToUnicode", obj.clone());
+    match fake
+        .get_font_encoding_with_limit(doc, MAX_CMAP_BYTES)
+        .ok()?
+    {
+        lopdf::Encoding::UnicodeMapEncoding(cmap) => {
+            Some(Box::new(move |code, len| cmap.get(code, len)))
+        }
+        _ => None,
+    }
+}
+
+impl Font {
+    pub fn load(doc: &Document, font: &Dictionary, names: &mut HashMap<Vec<u8>, Box<str>>) -> Font {
+        let subtype = get(doc, font, b"Subtype")
+            .and_then(|o| o.as_name().ok())
+            .unwrap_or(b"Type1");
+        if subtype == b"Type0" {
+            Font::load_composite(doc, font)
+        } else {
+            Font::load_simple(doc, font, subtype, names)
+        }
+    }
+
+    fn load_simple(
+        doc: &Document,
+        font: &Dictionary,
+        subtype: &[u8],
+        names: &mut HashMap<Vec<u8>, Box<str>>,
+    ) -> Font {
+        // Base encoding and differences.
+        let enc = get(doc, font, b"Encoding");
+        let (base_name, diffs): (Option<&[u8]>, Option<&Vec<Object>>) = match enc {
+            Some(Object::Name(n)) => (Some(n.as_slice()), None),
+            Some(Object::Dictionary(d)) => (
+                get(doc, d, b"BaseEncoding").and_then(|o| o.as_name().ok()),
+                get(doc, d, b"Differences").and_then(|o| o.as_array().ok()),
+            ),
+            _ => (None, None),
+        };
+        let base_name = match base_name {
+            Some(
+                n @ (b"WinAnsiEncoding" | b"MacRomanEncoding" | b"MacExpertEncoding"
+                | b"StandardEncoding"),
+            ) => Some(n),
+            _ => None,
+        };
+        let mut table = base_table(doc, base_name);
+        if let Some(diffs) = diffs {
+            let mut code: i64 = 0;
+            for o in diffs.iter().take(4096) {
+                match deref(doc, o) {
+                    Object::Integer(i) => code = *i,
+                    Object::Name(n) => {
+                        if (0..256).contains(&code) {
+                            table[code as usize] = glyph_list_text(doc, n, names);
+                        }
+                        code += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // ToUnicode wins where it knows the code.
+        if let Some(tu) = to_unicode(doc, font) {
+            for (code, slot) in table.iter_mut().enumerate() {
+                if let Some(units) = tu(code as u32, 1) {
+                    let s = String::from_utf16_lossy(&units);
+                    if !s.is_empty() && s != "\u{FFFD}" {
+                        *slot = s.into();
+                    }
+                }
+            }
+        }
+        // Widths.
+        let scale = if subtype == b"Type3" {
+            get(doc, font, b"FontMatrix")
+                .and_then(|o| o.as_array().ok())
+                .and_then(|a| a.first())
+                .and_then(num)
+                .map(f32::abs)
+                .filter(|v| *v > 0.0 && *v < 10.0)
+                .unwrap_or(GLYPH_SCALE)
+        } else {
+            GLYPH_SCALE
+        };
+        let missing = get(doc, font, b"FontDescriptor")
+            .and_then(|o| o.as_dict().ok())
+            .and_then(|fd| get(doc, fd, b"MissingWidth"))
+            .and_then(num)
+            .filter(|w| *w > 0.0);
+        let base_font = get(doc, font, b"BaseFont")
+            .and_then(|o| o.as_name().ok())
+            .unwrap_or(b"");
+        let mono = base_font.windows(7).any(|w| w == b"Courier");
+        let mut widths: Vec<f32> = (0..256)
+            .map(|c: usize| {
+                if let Some(m) = missing {
+                    m * scale
+                } else if mono {
+                    0.6
+                } else if (32..=126).contains(&c) {
+                    HELVETICA_ASCII[c - 32] as f32 * GLYPH_SCALE
+                } else {
+                    0.5
+                }
+            })
+            .collect();
+        if let Some(ws) = get(doc, font, b"Widths").and_then(|o| o.as_array().ok()) {
+            let first = get(doc, font, b"FirstChar")
+                .and_then(|o| o.as_i64().ok())
+                .unwrap_or(0);
+            for (i, w) in ws.iter().take(MAX_WIDTH_ENTRIES).enumerate() {
+                let code = first.saturating_add(i as i64);
+                if (0..256).contains(&code) {
+                    if let Some(w) = num(deref(doc, w)) {
+                        widths[code as usize] = w * scale;
+                    }
+                }
+            }
+        }
+        Font {
+            two_byte: false,
+            simple_text: table,
+            simple_widths: widths,
+            cid_widths: HashMap::new(),
+            default_width: 0.5,
+            to_unicode: None,
+            codes_are_unicode: false,
+            cid_cache: HashMap::new(),
+        }
+    }
+
+    fn load_composite(doc: &Document, font: &Dictionary) -> Font {
+        let enc_name = get(doc, font, b"Encoding")
+            .and_then(|o| o.as_name().ok())
+            .unwrap_or(b"Identity-H");
+        let codes_are_unicode =
+            enc_name.windows(4).any(|w| w == b"UCS2") || enc_name.windows(5).any(|w| w == b"UTF16");
+        let desc = get(doc, font, b"DescendantFonts")
+            .and_then(|o| o.as_array().ok())
+            .and_then(|a| a.first())
+            .map(|o| deref(doc, o))
+            .and_then(|o| o.as_dict().ok());
+        let mut default_width = 1.0;
+        let mut cid_widths = HashMap::new();
+        if let Some(d) = desc {
+            if let Some(dw) = get(doc, d, b"DW").and_then(num) {
+                default_width = dw * GLYPH_SCALE;
+            }
+            if let Some(w) = get(doc, d, b"W").and_then(|o| o.as_array().ok()) {
+                let mut i = 0;
+                let mut entries = 0usize;
+                while i < w.len() && entries < MAX_WIDTH_ENTRIES {
+                    let Some(first) = num(deref(doc, &w[i])) else {
+                        break;
+                    };
+                    let first = first.max(0.0) as u32;
+                    match w.get(i + 1).map(|o| deref(doc, o)) {
+                        Some(Object::Array(list)) => {
+                            for (k, v) in list.iter().enumerate() {
+                                if entries >= MAX_WIDTH_ENTRIES {
+                                    break;
+                                }
+                                if let Some(v) = num(deref(doc, v)) {
+                                    cid_widths
+                                        .insert(first.saturating_add(k as u32), v * GLYPH_SCALE);
+                                    entries += 1;
+                                }
+                            }
+                            i += 2;
+                        }
+                        Some(o) => {
+                            let last = num(o).unwrap_or(0.0).max(0.0) as u32;
+                            let v = w.get(i + 2).map(|o| deref(doc, o)).and_then(num);
+                            if let Some(v) = v {
+                                let mut c = first;
+                                while c <= last && entries < MAX_WIDTH_ENTRIES {
+                                    cid_widths.insert(c, v * GLYPH_SCALE);
+                                    entries += 1;
+                                    c += 1;
+                                }
+                            }
+                            i += 3;
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+        Font {
+            two_byte: true,
+            simple_text: Vec::new(),
+            simple_widths: Vec::new(),
+            cid_widths,
+            default_width,
+            to_unicode: to_unicode(doc, font),
+            codes_are_unicode,
+            cid_cache: HashMap::new(),
+        }
+    }
+
+    /// Calls `f(code, text, width)` for each character code of a shown string.
+    pub fn each_code(&mut self, bytes: &[u8], mut f: impl FnMut(u32, &str, f32)) {
+        if !self.two_byte {
+            for &b in bytes {
+                f(
+                    b as u32,
+                    &self.simple_text[b as usize],
+                    self.simple_widths[b as usize],
+                );
+            }
+            return;
+        }
+        for pair in bytes.chunks(2) {
+            let code = if pair.len() == 2 {
+                (pair[0] as u32) << 8 | pair[1] as u32
+            } else {
+                pair[0] as u32
+            };
+            let width = self
+                .cid_widths
+                .get(&code)
+                .copied()
+                .unwrap_or(self.default_width);
+            if !self.cid_cache.contains_key(&code) {
+                let text: String = if let Some(tu) = &self.to_unicode {
+                    tu(code, 2)
+                        .map(|u| String::from_utf16_lossy(&u))
+                        .filter(|s| s != "\u{FFFD}")
+                        .unwrap_or_default()
+                } else if self.codes_are_unicode {
+                    char::from_u32(code).map(String::from).unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                if self.cid_cache.len() < 70_000 {
+                    self.cid_cache.insert(code, text.into());
+                } else {
+                    f(code, &text, width);
+                    continue;
+                }
+            }
+            let text = self.cid_cache.get(&code).map(|s| &**s).unwrap_or("");
+            f(code, text, width);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glyph_name_text;
+
+    #[test]
+    fn glyph_names_that_spell_their_text() {
+        assert_eq!(glyph_name_text(b"uni0041").as_deref(), Some("A"));
+        assert_eq!(glyph_name_text(b"uni00660069").as_deref(), Some("fi"));
+        assert_eq!(glyph_name_text(b"u1F600").as_deref(), Some("😀"));
+        assert_eq!(glyph_name_text(b"f_f_i").as_deref(), Some("ffi"));
+        assert_eq!(glyph_name_text(b"fi").as_deref(), Some("fi"));
+        assert_eq!(glyph_name_text(b"a.sc").as_deref(), Some("a"));
+        assert_eq!(glyph_name_text(b"g123"), None);
+    }
+}

@@ -1,0 +1,396 @@
+//! Content stream interpretation: just enough of the graphics and text state (CTM, text and line
+//! matrices, font, size, character/word spacing, horizontal scaling, leading, rise) to place
+//! every shown glyph on the page; form XObjects are followed (depth- and cycle-bounded).
+
+use lopdf::content::{Content, Operation};
+use lopdf::{Dictionary, Document, Object, ObjectId};
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::fonts::Font;
+use super::layout::SpanBuilder;
+
+/// Bounds against hostile files.
+const MAX_STATE_STACK: usize = 256;
+const MAX_FORM_DEPTH: usize = 8;
+const MAX_PAGE_CONTENT: usize = 64 << 20;
+
+type M = [f32; 6];
+const ID: M = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
+
+fn mul(a: &M, b: &M) -> M {
+    [
+        a[0] * b[0] + a[1] * b[2],
+        a[0] * b[1] + a[1] * b[3],
+        a[2] * b[0] + a[3] * b[2],
+        a[2] * b[1] + a[3] * b[3],
+        a[4] * b[0] + a[5] * b[2] + b[4],
+        a[4] * b[1] + a[5] * b[3] + b[5],
+    ]
+}
+
+#[derive(Clone)]
+struct GState {
+    ctm: M,
+    font: Option<FontKey>,
+    size: f32,
+    tc: f32,
+    tw: f32,
+    th: f32,
+    tl: f32,
+    rise: f32,
+}
+
+type FontKey = usize;
+
+fn num(o: &Object) -> f32 {
+    match o {
+        Object::Integer(i) => *i as f32,
+        Object::Real(r) if r.is_finite() => *r,
+        _ => 0.0,
+    }
+}
+
+/// Per-document interpreter state: the font cache outlives pages.
+pub struct Interp<'d> {
+    doc: &'d Document,
+    fonts: Vec<Font>,
+    font_ids: HashMap<ObjectKey, FontKey>,
+    glyph_names: HashMap<Vec<u8>, Box<str>>,
+    pub deadline: Instant,
+    pub timed_out: bool,
+    pub images: usize,
+    ops: u64,
+}
+
+#[derive(Hash, PartialEq, Eq, Clone, Copy)]
+enum ObjectKey {
+    Id(ObjectId),
+    Ptr(usize),
+}
+
+struct Frame<'a> {
+    resources: Option<&'a Dictionary>,
+}
+
+impl<'d> Interp<'d> {
+    pub fn new(doc: &'d Document, deadline: Instant) -> Interp<'d> {
+        Interp {
+            doc,
+            fonts: Vec::new(),
+            font_ids: HashMap::new(),
+            glyph_names: HashMap::new(),
+            deadline,
+            timed_out: false,
+            images: 0,
+            ops: 0,
+        }
+    }
+
+    fn deref(&self, o: &'d Object) -> &'d Object {
+        match o {
+            Object::Reference(id) => self.doc.get_object(*id).unwrap_or(o),
+            o => o,
+        }
+    }
+
+    fn dict_of(&self, o: &'d Object) -> Option<&'d Dictionary> {
+        match self.deref(o) {
+            Object::Dictionary(d) => Some(d),
+            Object::Stream(s) => Some(&s.dict),
+            _ => None,
+        }
+    }
+
+    /// The page's resources: its own or the nearest ancestor's.
+    fn page_resources(&self, page: ObjectId) -> Option<&'d Dictionary> {
+        let mut node = self.doc.get_dictionary(page).ok()?;
+        for _ in 0..64 {
+            if let Ok(r) = node.get(b"Resources") {
+                if let Some(d) = self.dict_of(r) {
+                    return Some(d);
+                }
+            }
+            node = self.dict_of(node.get(b"Parent").ok()?)?;
+        }
+        None
+    }
+
+    fn page_content(&self, page: ObjectId) -> Vec<u8> {
+        let Ok(dict) = self.doc.get_dictionary(page) else {
+            return Vec::new();
+        };
+        let Ok(contents) = dict.get(b"Contents") else {
+            return Vec::new();
+        };
+        let streams: Vec<&Object> = match self.deref(contents) {
+            Object::Array(a) => a.iter().map(|o| self.deref(o)).collect(),
+            o => vec![o],
+        };
+        let mut out = Vec::new();
+        for s in streams {
+            if let Object::Stream(s) = s {
+                let left = MAX_PAGE_CONTENT.saturating_sub(out.len());
+                if let Ok(bytes) = s.get_plain_content_with_limit(left) {
+                    out.extend_from_slice(&bytes);
+                    out.push(b'\n');
+                }
+            }
+        }
+        out
+    }
+
+    fn font(&mut self, resources: Option<&'d Dictionary>, name: &[u8]) -> Option<FontKey> {
+        let fonts = self.dict_of(resources?.get(b"Font").ok()?)?;
+        let raw = fonts.get(name).ok()?;
+        let key = match raw {
+            Object::Reference(id) => ObjectKey::Id(*id),
+            o => ObjectKey::Ptr(o as *const Object as usize),
+        };
+        if let Some(k) = self.font_ids.get(&key) {
+            return Some(*k);
+        }
+        let dict = self.dict_of(raw)?;
+        let font = Font::load(self.doc, dict, &mut self.glyph_names);
+        self.fonts.push(font);
+        let k = self.fonts.len() - 1;
+        self.font_ids.insert(key, k);
+        Some(k)
+    }
+
+    /// Interprets one page into spans.
+    pub fn page(&mut self, page: ObjectId, out: &mut SpanBuilder) {
+        let content = self.page_content(page);
+        let resources = self.page_resources(page);
+        let mut seen = Vec::new();
+        self.run(&content, Frame { resources }, ID, out, 0, &mut seen);
+        out.flush();
+    }
+
+    fn run(
+        &mut self,
+        content: &[u8],
+        frame: Frame<'d>,
+        ctm: M,
+        out: &mut SpanBuilder,
+        depth: usize,
+        seen: &mut Vec<ObjectId>,
+    ) {
+        let mut gs = GState {
+            ctm,
+            font: None,
+            size: 0.0,
+            tc: 0.0,
+            tw: 0.0,
+            th: 1.0,
+            tl: 0.0,
+            rise: 0.0,
+        };
+        let mut stack: Vec<GState> = Vec::new();
+        let mut tm = ID;
+        let mut tlm = ID;
+        for op in Content::decode_iter(content) {
+            let Ok(op) = op else { break };
+            self.ops += 1;
+            if self.ops % 2048 == 0 && Instant::now() >= self.deadline {
+                self.timed_out = true;
+                return;
+            }
+            if self.timed_out {
+                return;
+            }
+            let Operation { operator, operands } = op;
+            let n = |i: usize| operands.get(i).map(num).unwrap_or(0.0);
+            match operator.as_str() {
+                "q" => {
+                    if stack.len() < MAX_STATE_STACK {
+                        stack.push(gs.clone());
+                    }
+                }
+                "Q" => {
+                    if let Some(s) = stack.pop() {
+                        gs = s;
+                    }
+                }
+                "cm" if operands.len() == 6 => {
+                    let m = [n(0), n(1), n(2), n(3), n(4), n(5)];
+                    gs.ctm = mul(&m, &gs.ctm);
+                }
+                "BT" => {
+                    tm = ID;
+                    tlm = ID;
+                    out.flush();
+                }
+                "ET" => {}
+                "Tf" => {
+                    if let Some(Object::Name(name)) = operands.first() {
+                        gs.font = self.font(frame.resources, name);
+                    }
+                    gs.size = n(1);
+                }
+                "Tc" => gs.tc = n(0),
+                "Tw" => gs.tw = n(0),
+                "Tz" => gs.th = n(0) / 100.0,
+                "TL" => gs.tl = n(0),
+                "Ts" => gs.rise = n(0),
+                "Td" => {
+                    tlm = mul(&[1.0, 0.0, 0.0, 1.0, n(0), n(1)], &tlm);
+                    tm = tlm;
+                }
+                "TD" => {
+                    gs.tl = -n(1);
+                    tlm = mul(&[1.0, 0.0, 0.0, 1.0, n(0), n(1)], &tlm);
+                    tm = tlm;
+                }
+                "Tm" if operands.len() == 6 => {
+                    tlm = [n(0), n(1), n(2), n(3), n(4), n(5)];
+                    tm = tlm;
+                }
+                "T*" => {
+                    tlm = mul(&[1.0, 0.0, 0.0, 1.0, 0.0, -gs.tl], &tlm);
+                    tm = tlm;
+                }
+                "Tj" => {
+                    if let Some(Object::String(s, _)) = operands.first() {
+                        self.show(s, &gs, &mut tm, out);
+                    }
+                }
+                "'" => {
+                    tlm = mul(&[1.0, 0.0, 0.0, 1.0, 0.0, -gs.tl], &tlm);
+                    tm = tlm;
+                    if let Some(Object::String(s, _)) = operands.first() {
+                        self.show(s, &gs, &mut tm, out);
+                    }
+                }
+                "\"" => {
+                    gs.tw = n(0);
+                    gs.tc = n(1);
+                    tlm = mul(&[1.0, 0.0, 0.0, 1.0, 0.0, -gs.tl], &tlm);
+                    tm = tlm;
+                    if let Some(Object::String(s, _)) = operands.get(2) {
+                        self.show(s, &gs, &mut tm, out);
+                    }
+                }
+                "TJ" => {
+                    if let Some(Object::Array(items)) = operands.first() {
+                        for item in items {
+                            match item {
+                                Object::String(s, _) => self.show(s, &gs, &mut tm, out),
+                                o => {
+                                    let adj = num(o);
+                                    let tx = -adj / 1000.0 * gs.size * gs.th;
+                                    tm = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &tm);
+                                }
+                            }
+                        }
+                    }
+                }
+                "BI" | "EI" => self.images += 1,
+                "Do" => {
+                    if let Some(Object::Name(name)) = operands.first() {
+                        self.xobject(&frame, name, &gs.ctm, out, depth, seen);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn xobject(
+        &mut self,
+        frame: &Frame<'d>,
+        name: &[u8],
+        ctm: &M,
+        out: &mut SpanBuilder,
+        depth: usize,
+        seen: &mut Vec<ObjectId>,
+    ) {
+        let Some(res) = frame.resources else { return };
+        let Some(xobjects) = res.get(b"XObject").ok().and_then(|o| self.dict_of(o)) else {
+            return;
+        };
+        let Ok(raw) = xobjects.get(name) else { return };
+        let id = match raw {
+            Object::Reference(id) => Some(*id),
+            _ => None,
+        };
+        let Object::Stream(stream) = self.deref(raw) else {
+            return;
+        };
+        let subtype = stream
+            .dict
+            .get(b"Subtype")
+            .ok()
+            .and_then(|o| o.as_name().ok());
+        match subtype {
+            Some(b"Image") => self.images += 1,
+            Some(b"Form") => {
+                if depth >= MAX_FORM_DEPTH || id.is_some_and(|id| seen.contains(&id)) {
+                    return;
+                }
+                let matrix = match stream.dict.get(b"Matrix").ok().map(|o| self.deref(o)) {
+                    Some(Object::Array(a)) if a.len() == 6 => [
+                        num(&a[0]),
+                        num(&a[1]),
+                        num(&a[2]),
+                        num(&a[3]),
+                        num(&a[4]),
+                        num(&a[5]),
+                    ],
+                    _ => ID,
+                };
+                let Ok(content) = stream.get_plain_content_with_limit(MAX_PAGE_CONTENT) else {
+                    return;
+                };
+                let resources = stream
+                    .dict
+                    .get(b"Resources")
+                    .ok()
+                    .and_then(|o| self.dict_of(o))
+                    .or(frame.resources);
+                if let Some(id) = id {
+                    seen.push(id);
+                }
+                out.flush();
+                self.run(
+                    &content,
+                    Frame { resources },
+                    mul(&matrix, ctm),
+                    out,
+                    depth + 1,
+                    seen,
+                );
+                out.flush();
+                if id.is_some() {
+                    seen.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn show(&mut self, bytes: &[u8], gs: &GState, tm: &mut M, out: &mut SpanBuilder) {
+        let Some(fk) = gs.font else { return };
+        let Some(font) = self.fonts.get_mut(fk) else {
+            return;
+        };
+        let two_byte = font.two_byte;
+        let (fs, th, tc, tw, rise) = (gs.size, gs.th, gs.tc, gs.tw, gs.rise);
+        let ctm = gs.ctm;
+        let mut m = *tm;
+        font.each_code(bytes, |code, text, w0| {
+            let trm = mul(&mul(&[fs * th, 0.0, 0.0, fs, 0.0, rise], &m), &ctm);
+            let full = mul(&m, &ctm);
+            let size = fs * (full[2] * full[2] + full[3] * full[3]).sqrt();
+            let adv_glyph = w0 * fs * th;
+            let x0 = trm[4];
+            let y = trm[5];
+            let x1 = x0 + adv_glyph * full[0];
+            out.glyph(x0, x1, y, size, text);
+            let word = if !two_byte && code == 32 { tw } else { 0.0 };
+            let tx = (w0 * fs + tc + word) * th;
+            m = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &m);
+        });
+        *tm = m;
+    }
+}

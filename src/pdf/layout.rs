@@ -1,0 +1,380 @@
+//! From positioned glyphs to reading-order text.
+//!
+//! 1. Glyphs become spans in content order: a span continues while the next glyph sits on the
+//!    same baseline and close after the previous one; a gap wider than ~0.15 em, or a space
+//!    glyph, becomes one space (TJ offsets and word positioning included, since only the
+//!    geometry counts).
+//! 2. Spans are ordered by a recursive cut: a vertical strip free of text across the whole
+//!    region (a gutter) splits it into columns, read left then right; otherwise the region is cut
+//!    into line bands top to bottom, consecutive bands that share a free strip are grouped (a
+//!    two-column stretch under a full-width title) and each group is cut again; what remains is
+//!    read line by line (spans on one baseline, left to right).
+
+/// One run of text on a baseline, in device space (y grows upwards).
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub x0: f32,
+    pub x1: f32,
+    pub y: f32,
+    pub size: f32,
+    pub text: String,
+    pending_space: bool,
+}
+
+impl Span {
+    fn top(&self) -> f32 {
+        self.y + 0.7 * self.size
+    }
+    fn bottom(&self) -> f32 {
+        self.y - 0.1 * self.size
+    }
+}
+
+/// Collects glyphs into spans.
+#[derive(Default)]
+pub struct SpanBuilder {
+    pub spans: Vec<Span>,
+    cur: Option<Span>,
+    /// Characters collected so far (spaces excluded).
+    pub chars: usize,
+}
+
+/// Expands the Latin ligatures and drops controls, so the text reads as it was typed.
+fn push_clean(out: &mut String, text: &str) -> usize {
+    let mut n = 0;
+    for c in text.chars() {
+        let rep: &str = match c {
+            '\u{FB00}' => "ff",
+            '\u{FB01}' => "fi",
+            '\u{FB02}' => "fl",
+            '\u{FB03}' => "ffi",
+            '\u{FB04}' => "ffl",
+            '\u{FB05}' | '\u{FB06}' => "st",
+            '\u{00AD}' => "-",
+            '\u{00A0}' | '\t' => " ",
+            c if c.is_control() || c == '\u{FFFD}' || c == '\u{FEFF}' => "",
+            _ => {
+                out.push(c);
+                n += 1;
+                continue;
+            }
+        };
+        out.push_str(rep);
+        n += rep.chars().count();
+    }
+    n
+}
+
+impl SpanBuilder {
+    /// One glyph at baseline origin (x0, y) advancing to x1, with its decoded text.
+    pub fn glyph(&mut self, x0: f32, x1: f32, y: f32, size: f32, text: &str) {
+        if !(x0.is_finite() && x1.is_finite() && y.is_finite() && size.is_finite()) {
+            return;
+        }
+        let size = size.abs().max(0.5);
+        let (x0, x1) = if x1 < x0 { (x1, x0) } else { (x0, x1) };
+        let blank = text.chars().all(|c| c.is_whitespace());
+        if let Some(s) = self.cur.as_mut() {
+            let gap = x0 - s.x1;
+            let same_line = (y - s.y).abs() < 0.3 * s.size.min(size).max(0.5);
+            if same_line && gap > -0.5 * s.size && gap < 0.8 * s.size {
+                if blank {
+                    if !text.is_empty() {
+                        s.pending_space = true;
+                    }
+                    return;
+                }
+                if (s.pending_space || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
+                    s.text.push(' ');
+                }
+                s.pending_space = false;
+                self.chars += push_clean(&mut s.text, text);
+                s.x1 = s.x1.max(x1);
+                s.x0 = s.x0.min(x0);
+                return;
+            }
+        }
+        if blank {
+            return;
+        }
+        self.flush();
+        let mut t = String::new();
+        self.chars += push_clean(&mut t, text);
+        if t.is_empty() {
+            return;
+        }
+        self.cur = Some(Span {
+            x0,
+            x1,
+            y,
+            size,
+            text: t,
+            pending_space: false,
+        });
+    }
+
+    /// Ends the current span (a new text object may start anywhere).
+    pub fn flush(&mut self) {
+        if let Some(s) = self.cur.take() {
+            let trimmed = s.text.trim_end().len();
+            let mut s = s;
+            s.text.truncate(trimmed);
+            if !s.text.is_empty() {
+                self.spans.push(s);
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<Span> {
+        self.flush();
+        self.spans
+    }
+}
+
+/// Free x intervals (width ≥ min_w) of `spans` within [lo, hi].
+fn uncovered(spans: &[&Span], lo: f32, hi: f32, min_w: f32) -> Vec<(f32, f32)> {
+    let mut xs: Vec<(f32, f32)> = spans.iter().map(|s| (s.x0, s.x1)).collect();
+    xs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out = Vec::new();
+    let mut reach = lo;
+    for (a, b) in xs {
+        if a - reach >= min_w {
+            out.push((reach, a));
+        }
+        reach = reach.max(b);
+    }
+    if hi - reach >= min_w {
+        out.push((reach, hi));
+    }
+    out
+}
+
+fn intersect(a: &[(f32, f32)], b: &[(f32, f32)], min_w: f32) -> Vec<(f32, f32)> {
+    let mut out = Vec::new();
+    for &(a0, a1) in a {
+        for &(b0, b1) in b {
+            let (l, r) = (a0.max(b0), a1.min(b1));
+            if r - l >= min_w {
+                out.push((l, r));
+            }
+        }
+    }
+    out
+}
+
+fn median_size(spans: &[Span]) -> f32 {
+    let mut v: Vec<f32> = spans.iter().map(|s| s.size).collect();
+    if v.is_empty() {
+        return 10.0;
+    }
+    let mid = v.len() / 2;
+    v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
+    v[mid]
+}
+
+/// Orders a page's spans and renders them as text (lines joined by '\n').
+pub fn render(spans: Vec<Span>) -> String {
+    if spans.is_empty() {
+        return String::new();
+    }
+    let min_gutter = (median_size(&spans) * 1.0).max(4.0);
+    let refs: Vec<&Span> = spans.iter().collect();
+    let mut lines: Vec<String> = Vec::new();
+    order(&refs, min_gutter, 0, &mut lines);
+    lines.join("\n")
+}
+
+const MAX_DEPTH: usize = 48;
+
+fn order(spans: &[&Span], min_w: f32, depth: usize, out: &mut Vec<String>) {
+    if spans.is_empty() {
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        emit_lines(spans, out);
+        return;
+    }
+    let lo = spans.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
+    let hi = spans.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
+    // 1. A gutter across the whole region: columns, left then right.
+    let gaps = uncovered(spans, lo, hi, min_w);
+    if let Some(&(g0, g1)) = gaps
+        .iter()
+        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
+    {
+        let cut = (g0 + g1) / 2.0;
+        let (left, right): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.x1 <= cut);
+        if !left.is_empty() && !right.is_empty() {
+            order(&left, min_w, depth + 1, out);
+            order(&right, min_w, depth + 1, out);
+            return;
+        }
+    }
+    // 2. Line bands, top to bottom.
+    let mut sorted: Vec<&Span> = spans.to_vec();
+    sorted.sort_by(|a, b| b.top().total_cmp(&a.top()));
+    let mut bands: Vec<Vec<&Span>> = Vec::new();
+    let mut floor = f32::INFINITY;
+    for s in sorted {
+        match bands.last_mut() {
+            Some(band) if s.top() > floor => {
+                band.push(s);
+                floor = floor.min(s.bottom());
+            }
+            _ => {
+                floor = s.bottom();
+                bands.push(vec![s]);
+            }
+        }
+    }
+    if bands.len() == 1 {
+        emit_lines(spans, out);
+        return;
+    }
+    // 3. Group consecutive bands that share a free strip; cut each group again.
+    let mut i = 0;
+    while i < bands.len() {
+        let mut acc = uncovered(&bands[i], lo, hi, min_w);
+        let mut j = i + 1;
+        while j < bands.len() {
+            let next = intersect(&acc, &uncovered(&bands[j], lo, hi, min_w), min_w);
+            // Only a strip with text on both sides makes columns; a shared ragged margin
+            // does not.
+            if !next.iter().any(|&(a, b)| a > lo + 0.5 && b < hi - 0.5) {
+                break;
+            }
+            acc = next;
+            j += 1;
+        }
+        let group: Vec<&Span> = bands[i..j].iter().flatten().copied().collect();
+        let glo = group.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
+        let ghi = group.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
+        if j - i >= 2 && group.len() < spans.len() && !uncovered(&group, glo, ghi, min_w).is_empty()
+        {
+            order(&group, min_w, depth + 1, out);
+        } else {
+            for band in &bands[i..j] {
+                emit_lines(band, out);
+            }
+        }
+        i = j;
+    }
+}
+
+/// Spans of one region with no columns: lines by baseline, left to right.
+fn emit_lines(spans: &[&Span], out: &mut Vec<String>) {
+    let mut sorted: Vec<&Span> = spans.to_vec();
+    sorted.sort_by(|a, b| b.y.total_cmp(&a.y).then(a.x0.total_cmp(&b.x0)));
+    let mut lines: Vec<Vec<&Span>> = Vec::new();
+    let mut line_y = f32::NAN;
+    let mut line_size = 0.0f32;
+    for s in sorted {
+        let tol = 0.5 * line_size.max(s.size).max(0.5);
+        if !lines.is_empty() && (s.y - line_y).abs() <= tol {
+            if let Some(l) = lines.last_mut() {
+                l.push(s);
+            }
+        } else {
+            lines.push(vec![s]);
+            line_y = s.y;
+            line_size = s.size;
+        }
+    }
+    for mut line in lines {
+        line.sort_by(|a, b| a.x0.total_cmp(&b.x0));
+        let mut text = String::new();
+        let mut reach = f32::NEG_INFINITY;
+        for s in line {
+            if !text.is_empty() && s.x0 - reach > 0.15 * s.size && !text.ends_with(' ') {
+                text.push(' ');
+            }
+            text.push_str(&s.text);
+            reach = reach.max(s.x1);
+        }
+        out.push(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lays out words as a generator would: monospace-ish advance of 0.5 em per char.
+    fn word(b: &mut SpanBuilder, x: f32, y: f32, text: &str) -> f32 {
+        let mut x = x;
+        for c in text.chars() {
+            let s = c.to_string();
+            b.glyph(x, x + 5.0, y, 10.0, &s);
+            x += 5.0;
+        }
+        x
+    }
+
+    #[test]
+    fn gaps_become_spaces_and_ligatures_expand() {
+        let mut b = SpanBuilder::default();
+        let x = word(&mut b, 0.0, 100.0, "a\u{FB01}ne");
+        word(&mut b, x + 3.0, 100.0, "day");
+        let text = render(b.finish());
+        assert_eq!(text, "afine day");
+    }
+
+    #[test]
+    fn two_columns_read_column_by_column_under_a_title() {
+        let mut b = SpanBuilder::default();
+        b.flush();
+        word(
+            &mut b,
+            100.0,
+            800.0,
+            "Title of the paper crossing the gutter",
+        );
+        for i in 0..5 {
+            let y = 760.0 - 12.0 * i as f32;
+            word(&mut b, 50.0, y, &format!("left{i} aaaa"));
+            b.flush();
+            word(&mut b, 300.0, y, &format!("right{i} bbbb"));
+            b.flush();
+        }
+        let text = render(b.finish());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Title of the paper crossing the gutter");
+        assert_eq!(lines[1], "left0 aaaa");
+        assert_eq!(lines[5], "left4 aaaa");
+        assert_eq!(lines[6], "right0 bbbb");
+        assert_eq!(lines[10], "right4 bbbb");
+    }
+
+    #[test]
+    fn a_longer_left_column_keeps_its_tail_before_the_right_column() {
+        let mut b = SpanBuilder::default();
+        for i in 0..6 {
+            let y = 760.0 - 12.0 * i as f32;
+            word(&mut b, 50.0, y, &format!("L{i} xxxxxxxxxxxx"));
+            b.flush();
+            if i < 3 {
+                word(&mut b, 300.0, y, &format!("R{i} yyyyyyyyyy"));
+                b.flush();
+            }
+        }
+        let text = render(b.finish());
+        let order: Vec<String> = text
+            .lines()
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            order,
+            ["L0", "L1", "L2", "L3", "L4", "L5", "R0", "R1", "R2"]
+        );
+    }
+
+    #[test]
+    fn hostile_numbers_do_not_panic() {
+        let mut b = SpanBuilder::default();
+        for v in [f32::NAN, f32::INFINITY, -1e30, 1e30, 0.0] {
+            b.glyph(v, v, v, v, "x");
+            b.glyph(0.0, 1.0, v, 10.0, "y");
+        }
+        let _ = render(b.finish());
+    }
+}

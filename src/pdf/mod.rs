@@ -1,0 +1,218 @@
+//! /api/pdf's document reader: structure, metadata and encryption through lopdf, and our own
+//! text layer over lopdf's objects (content streams interpreted in `interp`, glyphs laid out in
+//! reading order in `layout`, character codes decoded in `fonts`).
+//!
+//! `extract` is synchronous and CPU-bound: callers run it off the async workers. It never
+//! panics by design (every lookup falls back, every loop and buffer is bounded) and checks its
+//! deadline between pages and every few thousand content operations, so the parse budget holds
+//! inside the work; `extract_guarded` adds catch_unwind as a last line of defence.
+
+pub mod fonts;
+pub mod interp;
+pub mod layout;
+pub mod meta;
+
+use std::time::{Duration, Instant};
+
+pub use meta::Metadata;
+
+/// What to read and how long to try.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Pages read, from the first.
+    pub max_pages: usize,
+    /// Characters returned over all pages.
+    pub max_chars: usize,
+    /// Parse budget, from the start of `extract`.
+    pub budget: Duration,
+    /// Largest size a single stream may inflate to.
+    pub max_stream_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_pages: 50,
+            max_chars: 100_000,
+            budget: Duration::from_secs(10),
+            max_stream_bytes: 64 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// 1-based page number.
+    pub page: usize,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Copy)]
+pub enum Truncation {
+    /// The character cap was reached.
+    Chars,
+    /// The parse budget ran out after some text.
+    Time,
+}
+
+#[derive(Debug, Clone)]
+pub struct PdfText {
+    pub pages: Vec<Page>,
+    pub page_count: usize,
+    pub meta: Metadata,
+    pub chars: usize,
+    pub truncated: Option<Truncation>,
+    /// Images met on the pages read (to tell image-only files apart).
+    pub images: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PdfError {
+    #[error("the file does not start with %PDF-")]
+    NotPdf,
+    #[error("the PDF is encrypted and cannot be opened without a password")]
+    Encrypted,
+    #[error("the PDF is damaged and could not be read: {0}")]
+    Corrupt(String),
+    #[error("the PDF has no text layer (image-only: {images} image(s) on the pages read, no text); there is no OCR")]
+    ImageOnly { images: usize },
+    #[error("the PDF has no text on the pages read")]
+    NoText,
+    #[error("the parse budget ran out before any text was extracted")]
+    Timeout,
+}
+
+impl PdfError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            PdfError::NotPdf => "not_a_pdf",
+            PdfError::Encrypted => "pdf_encrypted",
+            PdfError::Corrupt(_) => "pdf_corrupt",
+            PdfError::ImageOnly { .. } => "pdf_image_only",
+            PdfError::NoText => "pdf_no_text",
+            PdfError::Timeout => "parse_timeout",
+        }
+    }
+}
+
+/// Whether the bytes start like a PDF (`%PDF-`, allowing a little leading junk as readers do).
+pub fn looks_like_pdf(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(1024)];
+    head.windows(5).any(|w| w == b"%PDF-")
+}
+
+/// Reads text per page and metadata.
+pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
+    let started = Instant::now();
+    let deadline = started + opts.budget;
+    if !looks_like_pdf(bytes) {
+        return Err(PdfError::NotPdf);
+    }
+    let load = lopdf::LoadOptions {
+        max_decompressed_size: Some(opts.max_stream_bytes),
+        ..Default::default()
+    };
+    let doc = match lopdf::Document::load_mem_with_options(bytes, load) {
+        Ok(d) => d,
+        Err(e) => {
+            let s = e.to_string();
+            if s.to_ascii_lowercase().contains("decrypt")
+                || s.to_ascii_lowercase().contains("password")
+                || s.to_ascii_lowercase().contains("encrypt")
+            {
+                return Err(PdfError::Encrypted);
+            }
+            return Err(PdfError::Corrupt(short(&s)));
+        }
+    };
+    let encrypted = doc.trailer.get(b"Encrypt").is_ok();
+    let pages = doc.get_pages();
+    if pages.is_empty() {
+        return Err(if encrypted {
+            PdfError::Encrypted
+        } else {
+            PdfError::Corrupt("no pages found".into())
+        });
+    }
+    let meta = meta::read(&doc);
+    let mut it = interp::Interp::new(&doc, deadline);
+    let mut out_pages = Vec::new();
+    let mut chars = 0usize;
+    let mut truncated = None;
+    for (&num, &id) in pages.iter().take(opts.max_pages) {
+        if Instant::now() >= deadline {
+            truncated = Some(Truncation::Time);
+            break;
+        }
+        let mut sb = layout::SpanBuilder::default();
+        it.page(id, &mut sb);
+        let timed_out = it.timed_out;
+        let mut text = layout::render(sb.finish());
+        let n = text.chars().count();
+        let left = opts.max_chars - chars;
+        if n > left {
+            if let Some((i, _)) = text.char_indices().nth(left) {
+                text.truncate(i);
+            }
+            chars += left;
+            out_pages.push(Page {
+                page: num as usize,
+                text,
+            });
+            truncated = Some(Truncation::Chars);
+            break;
+        }
+        chars += n;
+        out_pages.push(Page {
+            page: num as usize,
+            text,
+        });
+        if timed_out {
+            truncated = Some(Truncation::Time);
+            break;
+        }
+        if chars >= opts.max_chars {
+            truncated = Some(Truncation::Chars);
+            break;
+        }
+    }
+    let has_text = out_pages.iter().any(|p| !p.text.trim().is_empty());
+    if !has_text {
+        if truncated == Some(Truncation::Time) {
+            return Err(PdfError::Timeout);
+        }
+        if encrypted && it.images == 0 {
+            return Err(PdfError::Encrypted);
+        }
+        return Err(if it.images > 0 {
+            PdfError::ImageOnly { images: it.images }
+        } else {
+            PdfError::NoText
+        });
+    }
+    Ok(PdfText {
+        page_count: pages.len(),
+        pages: out_pages,
+        meta,
+        chars,
+        truncated,
+        images: it.images,
+    })
+}
+
+/// `extract` with a panic turned into `Corrupt` (a last line of defence: the code above is
+/// written not to panic, and the property tests check it).
+pub fn extract_guarded(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extract(bytes, opts))) {
+        Ok(r) => r,
+        Err(_) => Err(PdfError::Corrupt("the file could not be parsed".into())),
+    }
+}
+
+fn short(s: &str) -> String {
+    let mut s: String = s.chars().take(160).collect();
+    if s.is_empty() {
+        s = "unreadable".into();
+    }
+    s
+}

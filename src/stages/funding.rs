@@ -1,0 +1,77 @@
+//! `funding`: the /api/funding answer from `funding_rates`: per asset (top-level keys BTC, ETH,
+//! SOL) the venue, instrument, rate per interval, interval, rate normalised to 8 h, annualised
+//! rate, next funding time and which side pays.
+//!
+//! No parameters.
+
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+use super::market_common::{iso, jnum, missing, respond_market, round};
+use crate::market::funding::{Funding, FundingSet};
+use crate::market::Fresh;
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "funding",
+    phase: Phase::Work,
+    payment: false,
+    needs: &["funding_rates"],
+    gives: &[],
+    errors: &[],
+    doc: "BTC/ETH/SOL funding: rate, interval, 8h-normalised, annualised, next time, venue",
+    build,
+};
+
+pub const METHODOLOGY: &str = "rate is the funding rate per interval as a fraction (0.0001 = 0.01%); \
+rate8h = rate x 8 / intervalHours; annualizedPct = rate x (8760 / intervalHours) x 100. \
+A positive rate means long positions pay short positions (payer: longs); negative, shorts pay longs. \
+nextFundingTime is when the quoted rate is next settled. Source: OKX USDT-margined swaps \
+(8h intervals), Hyperliquid (hourly) as second source.";
+
+struct FundingStage;
+
+fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let _: Map<String, Value> = params(p)?;
+    Ok(Arc::new(FundingStage))
+}
+
+/// One asset's funding as JSON (also used by /api/signals).
+pub fn funding_json(f: &Funding) -> Value {
+    json!({
+        "venue": f.venue,
+        "instrument": f.instrument,
+        "rate": jnum(f.rate),
+        "ratePct": jnum(round(f.rate * 100.0, 6)),
+        "intervalHours": jnum(f.interval_hours),
+        "rate8h": jnum(round(f.rate_8h(), 10)),
+        "rate8hPct": jnum(round(f.rate_8h() * 100.0, 6)),
+        "annualizedPct": jnum(round(f.annualized_pct(), 4)),
+        "nextFundingTime": iso(f.next_funding),
+        "payer": if f.rate > 0.0 { "longs" } else if f.rate < 0.0 { "shorts" } else { "none" },
+    })
+}
+
+pub fn funding_body(set: &FundingSet) -> Value {
+    let mut out = Map::new();
+    for f in &set.rates {
+        out.insert(f.symbol.to_string(), funding_json(f));
+    }
+    let venue = set.rates.first().map(|f| f.venue).unwrap_or("");
+    out.insert("venue".into(), Value::String(venue.into()));
+    out.insert("dataSource".into(), Value::String(set.upstream.clone()));
+    out.insert("methodology".into(), Value::String(METHODOLOGY.into()));
+    Value::Object(out)
+}
+
+#[async_trait]
+impl Stage for FundingStage {
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let Some(fresh) = ex.slots.get::<Fresh<FundingSet>>().cloned() else {
+            return missing(ex, "funding rates");
+        };
+        let body = funding_body(&fresh.value);
+        respond_market(ex, body, fresh.taken)
+    }
+}

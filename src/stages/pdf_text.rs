@@ -1,0 +1,211 @@
+//! `pdf_text`: /api/pdf's transform (needs `fetched`). The downloaded bytes must start with
+//! `%PDF-` (else 415, not charged); the text layer of the first `pages` pages (at most
+//! `max_chars` characters over all pages) and the metadata come from `crate::pdf`.
+//!
+//! The parse runs on the blocking pool behind a semaphore (`workers` parses at once, default:
+//! the number of cores), so a slow PDF never stalls the async workers; its budget
+//! (`parse_budget_ms`) is enforced inside the parse. When it runs out after some text, the
+//! partial text is returned with `truncated: true` (charged); before any text, 504.
+//! Encrypted, corrupt and image-only files are 422 with `pdf_encrypted`, `pdf_corrupt`,
+//! `pdf_image_only` (or `pdf_no_text` for pages without text or images); none is charged.
+//!
+//! Parameters: `pages_param` (default `pages`), `max_pages` (50), `max_chars` (100000),
+//! `parse_budget_ms` (10000), `workers` (0 = number of cores).
+
+use async_trait::async_trait;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+use crate::pdf::{self, PdfError, Truncation};
+use crate::pipeline::artefacts::Fetched;
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "pdf_text",
+    phase: Phase::Work,
+    payment: false,
+    needs: &["fetched"],
+    gives: &["output"],
+    doc: "PDF → text per page in reading order plus metadata (Info and XMP); parse budget enforced inside the work",
+    errors: &[
+        (415, "The file is not a PDF (it does not start with %PDF-): not_a_pdf"),
+        (
+            422,
+            "Encrypted (pdf_encrypted), damaged (pdf_corrupt) or image-only PDF without a text layer (pdf_image_only, pdf_no_text)",
+        ),
+        (504, "The parse budget ran out before any text was extracted (parse_timeout)"),
+    ],
+    build,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default = "default_pages_param")]
+    pages_param: String,
+    #[serde(default = "default_max_pages")]
+    max_pages: usize,
+    #[serde(default = "default_max_chars")]
+    max_chars: usize,
+    #[serde(default = "default_budget")]
+    parse_budget_ms: u64,
+    #[serde(default)]
+    workers: usize,
+}
+
+fn default_pages_param() -> String {
+    "pages".into()
+}
+fn default_max_pages() -> usize {
+    50
+}
+fn default_max_chars() -> usize {
+    100_000
+}
+fn default_budget() -> u64 {
+    10_000
+}
+
+struct PdfText {
+    p: Params,
+    permits: Arc<Semaphore>,
+}
+
+fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let p: Params = params(p)?;
+    if p.max_pages == 0 || p.max_chars == 0 || p.parse_budget_ms == 0 {
+        return Err("max_pages, max_chars and parse_budget_ms must be positive".into());
+    }
+    let workers = if p.workers == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    } else {
+        p.workers
+    };
+    Ok(Arc::new(PdfText {
+        p,
+        permits: Arc::new(Semaphore::new(workers)),
+    }))
+}
+
+fn opt(v: &Option<String>) -> Value {
+    v.as_ref().map_or(Value::Null, |s| Value::String(s.clone()))
+}
+
+#[async_trait]
+impl Stage for PdfText {
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let Some(f) = ex.slots.take::<Fetched>() else {
+            return ex.fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "nothing fetched",
+            );
+        };
+        let body = f.response.body.clone();
+        if !pdf::looks_like_pdf(&body) {
+            let ct = f
+                .response
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("no content type")
+                .to_string();
+            return ex.fail(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "not_a_pdf",
+                format!(
+                    "the file is not a PDF (it does not start with %PDF-; the upstream sent `{ct}`); nothing was charged"
+                ),
+            );
+        }
+        let pages = ex
+            .input_i64(&self.p.pages_param)
+            .map(|n| n.max(1) as usize)
+            .unwrap_or(self.p.max_pages)
+            .min(self.p.max_pages);
+        let budget = Duration::from_millis(self.p.parse_budget_ms);
+        let opts = pdf::Options {
+            max_pages: pages,
+            max_chars: self.p.max_chars,
+            budget,
+            ..Default::default()
+        };
+        // Waiting for a parse slot counts against the same budget.
+        let permit = match tokio::time::timeout(budget, self.permits.clone().acquire_owned()).await
+        {
+            Ok(Ok(p)) => p,
+            _ => return ex.fail(
+                StatusCode::GATEWAY_TIMEOUT,
+                "parse_timeout",
+                "the PDF could not be parsed in time (the service is busy); nothing was charged",
+            ),
+        };
+        let work = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            pdf::extract_guarded(&body, &opts)
+        });
+        let result = match work.await {
+            Ok(r) => r,
+            Err(_) => Err(PdfError::Corrupt("the parse failed".into())),
+        };
+        let doc = match result {
+            Ok(d) => d,
+            Err(e) => {
+                let status = match e {
+                    PdfError::NotPdf => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    PdfError::Timeout => StatusCode::GATEWAY_TIMEOUT,
+                    _ => StatusCode::UNPROCESSABLE_ENTITY,
+                };
+                return ex.fail(status, e.code(), format!("{e}; nothing was charged"));
+            }
+        };
+        let m = &doc.meta;
+        let mut meta = Map::new();
+        for (k, v) in [
+            ("title", &m.title),
+            ("author", &m.author),
+            ("subject", &m.subject),
+            ("keywords", &m.keywords),
+            ("creator", &m.creator),
+            ("producer", &m.producer),
+            ("creationDate", &m.creation_date),
+            ("modDate", &m.mod_date),
+        ] {
+            meta.insert(k.into(), opt(v));
+        }
+        let pages_json: Vec<Value> = doc
+            .pages
+            .iter()
+            .map(|p| json!({ "page": p.page, "text": p.text, "chars": p.text.chars().count() }))
+            .collect();
+        let mut out = Map::new();
+        out.insert("url".into(), json!(f.requested.as_str()));
+        out.insert("finalUrl".into(), json!(f.response.final_url.as_str()));
+        out.insert("title".into(), opt(&m.title));
+        out.insert("author".into(), opt(&m.author));
+        out.insert("metadata".into(), Value::Object(meta));
+        out.insert("pageCount".into(), json!(doc.page_count));
+        out.insert("pagesReturned".into(), json!(doc.pages.len()));
+        out.insert("pages".into(), Value::Array(pages_json));
+        out.insert("chars".into(), json!(doc.chars));
+        out.insert("truncated".into(), json!(doc.truncated.is_some()));
+        if let Some(t) = doc.truncated {
+            out.insert(
+                "truncatedReason".into(),
+                json!(match t {
+                    Truncation::Chars => "max_chars",
+                    Truncation::Time => "parse_budget",
+                }),
+            );
+        }
+        out.insert("bytesRead".into(), json!(f.response.bytes_read));
+        out.insert("elapsedMs".into(), json!(ex.elapsed_ms()));
+        ex.respond_ok(Value::Object(out))
+    }
+}

@@ -1,0 +1,305 @@
+//! `portfolio`: the /api/portfolio answer: for an address on each configured EVM network (Base
+//! and Ethereum by default) the native balance, the configured tokens' balances (one Multicall3
+//! `aggregate3` per network), transaction count and whether it is a contract, valued in USD from
+//! `spot_prices` (needs it), and a risk snapshot with documented rules.
+//!
+//! Parameters:
+//! - `address_param` (default `address`): the input parameter holding the address.
+//! - `networks`: `{ name, chain_id, rpc: [upstream, …], tokens: [{ symbol, address, decimals,
+//!   price: USD|ETH|BTC|SOL }] }`; the native coin is ETH on every configured network.
+//! - `ttl_s` (15–300), `timeout_ms`: per address and network cache lifetime, RPC deadline.
+//! - `dust_usd` (10), `high_concentration_pct` (80), `fresh_max_tx` (2): risk thresholds.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::market_common::{
+    missing, respond_market, round, upstream_failure, NetworkParams, MAX_TTL_S, MIN_TTL_S,
+    UPSTREAM_ERRORS,
+};
+use crate::market::portfolio::{self, format_units, Position, RiskRules, TokenSpec};
+use crate::market::spot::SpotSet;
+use crate::market::{first_ok, Fresh, Limits, MarketHub};
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "portfolio",
+    phase: Phase::Work,
+    payment: false,
+    needs: &["spot_prices"],
+    gives: &[],
+    errors: UPSTREAM_ERRORS,
+    doc: "address balances (native + tokens via Multicall3), tx count, contract check, USD values, risk flags",
+    build,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default = "default_param")]
+    address_param: String,
+    networks: Vec<NetworkParams>,
+    #[serde(default = "default_ttl")]
+    ttl_s: u64,
+    #[serde(default = "default_timeout")]
+    timeout_ms: u64,
+    #[serde(default = "default_dust")]
+    dust_usd: f64,
+    #[serde(default = "default_conc")]
+    high_concentration_pct: f64,
+    #[serde(default = "default_fresh")]
+    fresh_max_tx: u64,
+}
+
+fn default_param() -> String {
+    "address".into()
+}
+fn default_ttl() -> u64 {
+    30
+}
+fn default_timeout() -> u64 {
+    8000
+}
+fn default_dust() -> f64 {
+    10.0
+}
+fn default_conc() -> f64 {
+    80.0
+}
+fn default_fresh() -> u64 {
+    2
+}
+
+struct Portfolio {
+    p: Params,
+    hub: Arc<MarketHub>,
+}
+
+fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let p: Params = params(p)?;
+    let hub = ctx.services.need::<MarketHub>()?;
+    if ctx.route.param(&p.address_param).is_none() {
+        return Err(format!(
+            "the route has no input parameter `{}`",
+            p.address_param
+        ));
+    }
+    if p.networks.is_empty() {
+        return Err("`networks` lists at least one network".into());
+    }
+    for n in &p.networks {
+        n.check(&hub)?;
+    }
+    if !(MIN_TTL_S..=MAX_TTL_S).contains(&p.ttl_s) {
+        return Err(format!("ttl_s must be between {MIN_TTL_S} and {MAX_TTL_S}"));
+    }
+    if p.timeout_ms == 0 || p.timeout_ms > 60_000 {
+        return Err("timeout_ms must be between 1 and 60000".into());
+    }
+    if !(p.dust_usd >= 0.0 && (0.0..=100.0).contains(&p.high_concentration_pct)) {
+        return Err("dust_usd must be ≥ 0 and high_concentration_pct within 0–100".into());
+    }
+    Ok(Arc::new(Portfolio { p, hub }))
+}
+
+fn valid_address(s: &str) -> bool {
+    crate::config::is_evm_address(s)
+}
+
+impl Portfolio {
+    fn methodology(&self) -> String {
+        format!(
+            "Balances at the latest block of each network: native ETH (eth_getBalance) and the listed \
+             tokens (balanceOf through one Multicall3 aggregate3 call per network); transactionCount is \
+             the account nonce. USD values: stablecoins at 1.00, ETH/WETH at the spot ETH price, \
+             WBTC/cbBTC at the spot BTC price. Risk rules: holdings are grouped by symbol across networks; \
+             largestSharePct is the biggest group's share of totalUsd; concentrationHhi is the sum of \
+             squared shares (1 = one asset); stablecoinSharePct is the stablecoins' share. Flags: \
+             contract_wallet when the address has contract code on any network (not an EIP-7702 \
+             delegation, flagged delegated_eoa); fresh_address when the nonces of all networks add up to \
+             {} or fewer; empty when nothing listed is held; dust_only when 0 < totalUsd < {} USD; \
+             high_concentration when totalUsd >= {} USD and largestSharePct >= {}%. Only the listed \
+             tokens are seen. Descriptive only, not advice.",
+            self.p.fresh_max_tx, self.p.dust_usd, self.p.dust_usd, self.p.high_concentration_pct
+        )
+    }
+}
+
+fn price_of(spot: &SpotSet, key: &str) -> Option<f64> {
+    if key == "USD" {
+        Some(1.0)
+    } else {
+        spot.price(key)
+    }
+}
+
+#[async_trait]
+impl Stage for Portfolio {
+    fn check_input(&self, input: &Map<String, Value>) -> Result<(), Reply> {
+        match input.get(&self.p.address_param).and_then(Value::as_str) {
+            Some(a) if valid_address(a) => Ok(()),
+            _ => Err(Reply::error(
+                StatusCode::BAD_REQUEST,
+                "invalid_parameter",
+                format!(
+                    "`{}` must be an EVM address: 0x followed by 40 hex digits",
+                    self.p.address_param
+                ),
+            )),
+        }
+    }
+
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let Some(spot) = ex.slots.get::<Fresh<SpotSet>>().cloned() else {
+            return missing(ex, "spot prices");
+        };
+        let Some(address) = ex.input_str(&self.p.address_param).map(str::to_string) else {
+            return missing(ex, "the address");
+        };
+        if !valid_address(&address) {
+            return ex.fail(
+                StatusCode::BAD_REQUEST,
+                "invalid_parameter",
+                "the address must be 0x followed by 40 hex digits",
+            );
+        }
+        let hub = &*self.hub;
+        let limits = Limits {
+            timeout: Duration::from_millis(self.p.timeout_ms),
+            max_bytes: 1_000_000,
+        };
+        let ttl = Duration::from_secs(self.p.ttl_s);
+        let key_addr = address.to_ascii_lowercase();
+        let results = join_all(self.p.networks.iter().map(|n| {
+            let tokens: Vec<TokenSpec> = n
+                .tokens
+                .iter()
+                .map(|t| TokenSpec {
+                    symbol: t.symbol.clone(),
+                    address: t.address.clone(),
+                    decimals: t.decimals,
+                    price: t.price.clone(),
+                })
+                .collect();
+            let key_addr = key_addr.clone();
+            async move {
+                let tokens = &tokens;
+                let key_addr = &key_addr;
+                first_ok(&n.rpc, |u| async move {
+                    hub.cached(
+                        format!("portfolio|{u}|{key_addr}"),
+                        ttl,
+                        portfolio::fetch_onchain(hub, &u, key_addr, tokens, limits),
+                    )
+                    .await
+                })
+                .await
+            }
+        }))
+        .await;
+
+        let mut taken: DateTime<Utc> = spot.taken;
+        let mut networks = Map::new();
+        let mut positions: Vec<Position> = Vec::new();
+        let mut tx_total = 0u64;
+        let (mut any_contract, mut any_delegated) = (false, false);
+        let mut sources = Map::new();
+        sources.insert("prices".into(), Value::String(spot.value.upstream.clone()));
+        for (n, r) in self.p.networks.iter().zip(results) {
+            let fresh = match r {
+                Ok(f) => f,
+                Err(e) => return upstream_failure(ex, &e),
+            };
+            taken = taken.min(fresh.taken);
+            let o = &fresh.value;
+            sources.insert(n.name.clone(), Value::String(o.upstream.clone()));
+            let eth = spot.value.price("ETH");
+            let native_usd = eth.map(|p| o.native_wei / 1e18 * p);
+            let mut net_total = native_usd.unwrap_or(0.0);
+            positions.push(Position {
+                symbol: "ETH".into(),
+                network: n.name.clone(),
+                value_usd: native_usd.unwrap_or(0.0),
+                stablecoin: false,
+            });
+            let mut tokens = Vec::new();
+            for (t, raw) in n.tokens.iter().zip(o.tokens.iter()) {
+                let amount = raw.map(|r| r / 10f64.powi(t.decimals as i32));
+                let usd = amount.and_then(|a| price_of(&spot.value, &t.price).map(|p| a * p));
+                if let Some(u) = usd {
+                    net_total += u;
+                    positions.push(Position {
+                        symbol: t.symbol.clone(),
+                        network: n.name.clone(),
+                        value_usd: u,
+                        stablecoin: t.price == "USD",
+                    });
+                }
+                tokens.push(json!({
+                    "symbol": t.symbol,
+                    "address": t.address,
+                    "balance": raw.map(|r| Value::String(format_units(r, t.decimals))).unwrap_or(Value::Null),
+                    "valueUsd": usd.map(|u| round(u, 2)),
+                    "stablecoin": t.price == "USD",
+                }));
+            }
+            tx_total += o.tx_count;
+            any_contract |= o.is_contract();
+            any_delegated |= o.delegated();
+            networks.insert(
+                n.name.clone(),
+                json!({
+                    "chainId": n.chain_id,
+                    "native": {
+                        "symbol": "ETH",
+                        "balance": format_units(o.native_wei, 18),
+                        "valueUsd": native_usd.map(|u| round(u, 2)),
+                    },
+                    "tokens": tokens,
+                    "transactionCount": o.tx_count,
+                    "isContract": o.is_contract(),
+                    "eip7702Delegated": o.delegated(),
+                    "totalUsd": round(net_total, 2),
+                }),
+            );
+        }
+        let rules = RiskRules {
+            dust_usd: self.p.dust_usd,
+            high_concentration_pct: self.p.high_concentration_pct,
+            fresh_max_tx: self.p.fresh_max_tx,
+        };
+        let r = portfolio::risk(&positions, tx_total, any_contract, any_delegated, rules);
+        let holdings: Vec<Value> = r
+            .holdings
+            .iter()
+            .map(|(s, v, pct)| json!({"symbol": s, "valueUsd": round(*v, 2), "sharePct": round(*pct, 2)}))
+            .collect();
+        let body = json!({
+            "address": address,
+            "networks": networks,
+            "totalUsd": round(r.total_usd, 2),
+            "holdings": holdings,
+            "risk": {
+                "largestHolding": r.holdings.first().map(|h| h.0.clone()),
+                "largestSharePct": round(r.largest_share_pct, 2),
+                "concentrationHhi": round(r.hhi, 4),
+                "stablecoinSharePct": round(r.stablecoin_share_pct, 2),
+                "transactionCountTotal": tx_total,
+                "flags": r.flags,
+            },
+            "prices": {
+                "ETH": spot.value.price("ETH"),
+                "BTC": spot.value.price("BTC"),
+            },
+            "dataSource": sources,
+            "methodology": self.methodology(),
+        });
+        respond_market(ex, body, taken)
+    }
+}
