@@ -186,6 +186,7 @@ async fn search_is_charged_when_results_come_back_and_never_otherwise() {
         ("none", 404, "no_results"),
         ("ratelimit", 503, "provider_rate_limited"),
         ("boom", 503, "provider_error"),
+        ("invalid", 400, "rejected_by_provider"),
     ] {
         let (s, h, b) = send_signed(&format!("{base}?q={q}"), &sig).await;
         assert_eq!(

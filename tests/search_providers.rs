@@ -99,6 +99,7 @@ async fn each_provider_format_with_partial_page_failures() {
             up.url("/missing"),
             up.url("/png"),
             up.url("/notes.md"),
+            up.url("/echo"),
         ],
     );
     for provider in ["brave", "serper", "searxng"] {
@@ -169,6 +170,8 @@ async fn each_provider_format_with_partial_page_failures() {
         // 5: markdown passes through.
         assert_eq!(r[4]["ok"], true);
         assert!(content(&r[4]).contains("- one"), "{}", r[4]);
+        // Not asked for (n=5); the provider's sixth result is left out.
+        assert_eq!(r.len(), 5);
 
         // The provider got the request in its own format.
         let seen = mock.last();
@@ -352,6 +355,21 @@ async fn no_results_and_provider_failures_say_which() {
         "{b}"
     );
     assert!(b["message"].as_str().unwrap().contains("HTTP 500"), "{b}");
+
+    // The provider refusing the caller's parameters is the caller's 400, not an outage.
+    let (s, _, b) = search(&server, "q=invalid&country=zz").await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("rejected_by_provider")),
+        "{b}"
+    );
+    assert!(
+        b["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unable to validate"),
+        "{b}"
+    );
 
     let (s, _, b) = search(&server, "q=garbage").await;
     assert_eq!(
@@ -670,5 +688,98 @@ async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
     assert_eq!(d["demo"], true, "{s} {d}");
     assert_eq!(d["sample_status"], 503, "{d}");
     assert_eq!(d["sample"]["error"], "provider_unconfigured", "{d}");
+    server.shutdown().await;
+}
+
+#[test]
+fn bad_provider_settings_are_startup_errors_that_say_what_to_fix() {
+    for (caps, want) in [
+        (
+            json!({"provider": "bing"}),
+            "unknown search provider `bing`",
+        ),
+        (
+            json!({"provider": "brave", "upstream": "nowhere"}),
+            "no upstream `nowhere`",
+        ),
+        (json!({"provider": "brave", "colour": "red"}), "colour"),
+        (json!({"provider": "brave", "concurrency": 0}), "positive"),
+    ] {
+        let cfg = shipped("http://127.0.0.1:9", "http://127.0.0.1:9", caps.clone());
+        let Err(e) = server_support::build(cfg) else {
+            panic!("{caps} was accepted");
+        };
+        let text = e.to_string();
+        assert!(text.contains(want), "{caps}: {text}");
+        assert!(text.contains("routes.yaml"), "located: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_beyond_the_concurrency_limit_wait_for_a_slot_without_losing_their_deadline() {
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let mock = search_support::start().await;
+    mock.scenario(
+        "queue",
+        &[
+            up.url("/slow?ms=1000"),
+            up.url("/slow?ms=1000"),
+            up.url("/slow?ms=1000"),
+            up.url("/slow?ms=1000"),
+        ],
+    );
+    // One page at a time, each allowed 1.5 s (+ 2 s to convert) from when it gets its slot:
+    // four 1 s pages all succeed one after another, though the last ends 4 s in.
+    let mut c = caps("brave");
+    c["concurrency"] = json!(1);
+    c["page_timeout_ms"] = json!(1500);
+    let server = free_server(&mock, c).await;
+    let started = Instant::now();
+    let (s, _, b) = search(&server, "q=queue&n=3").await;
+    let took = started.elapsed();
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        b["fetchedOk"], 3,
+        "queued pages keep their own deadline: {b}"
+    );
+    assert!(
+        took >= Duration::from_millis(1800),
+        "one at a time: {took:?}"
+    );
+    server.shutdown().await;
+
+    // The default limit (5) fetches them together.
+    let server = free_server(&mock, caps("brave")).await;
+    let started = Instant::now();
+    let (s, _, b) = search(&server, "q=queue&n=4").await;
+    assert_eq!((s, b["fetchedOk"].as_u64()), (200, Some(4)), "{b}");
+    assert!(started.elapsed() < Duration::from_millis(4000), "together");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_asked_for_in_the_callers_language_without_cookies() {
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let mock = search_support::start().await;
+    mock.scenario("echo", &[up.url("/echo")]);
+    let server = free_server(&mock, caps("serper")).await;
+    let echoed = |b: &Value| -> Value {
+        let c = content(&b["results"][0]);
+        let json = c
+            .trim_start_matches("```json")
+            .trim_end_matches("```")
+            .trim();
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {c}"))
+    };
+    let (s, _, b) = search(&server, "q=echo&n=1&lang=pt-BR").await;
+    assert_eq!(s, 200, "{b}");
+    let seen = echoed(&b);
+    assert_eq!(seen["headers"]["accept-language"], "pt-BR", "{seen}");
+    assert!(seen["headers"].get("cookie").is_none());
+    assert_eq!(seen["method"], "GET");
+    let (_, _, b) = search(&server, "q=echo&n=1").await;
+    assert!(echoed(&b)["headers"].get("accept-language").is_none());
     server.shutdown().await;
 }

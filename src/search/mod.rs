@@ -91,6 +91,9 @@ pub enum ProviderError {
     RateLimited { retry_after: Option<String> },
     /// HTTP 401/403: the provider refused our key.
     Unauthorized(u16),
+    /// HTTP 422: the provider refused the query's parameters (a country it does not cover…).
+    /// The caller's input, so a 400 rather than a 503.
+    Rejected(String),
     /// Any other failure: a 5xx, an unexpected status, an answer that is not the expected JSON.
     Failed(String),
 }
@@ -102,7 +105,17 @@ impl ProviderError {
             ProviderError::Unreachable(_) | ProviderError::Timeout(_) => "provider_unavailable",
             ProviderError::RateLimited { .. } => "provider_rate_limited",
             ProviderError::Unauthorized(_) => "provider_unauthorized",
+            ProviderError::Rejected(_) => "rejected_by_provider",
             ProviderError::Failed(_) => "provider_error",
+        }
+    }
+
+    /// The status the caller gets: 400 when the provider refused the caller's parameters, 503
+    /// for everything else. Neither is charged.
+    pub fn status(&self) -> u16 {
+        match self {
+            ProviderError::Rejected(_) => 400,
+            _ => 503,
         }
     }
 
@@ -128,6 +141,9 @@ impl ProviderError {
             ProviderError::Unauthorized(status) => format!(
                 "the search provider {provider} refused this server's API key (HTTP {status})"
             ),
+            ProviderError::Rejected(why) => {
+                format!("the search provider {provider} refused the query's parameters ({why})")
+            }
             ProviderError::Failed(why) => {
                 format!("the search provider {provider} failed: {why}")
             }
@@ -270,6 +286,11 @@ impl ProviderClient {
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(ProviderError::Unauthorized(status.as_u16()));
         }
+        if status == StatusCode::UNPROCESSABLE_ENTITY {
+            return Err(ProviderError::Rejected(
+                error_detail(&body).unwrap_or_else(|| "HTTP 422".into()),
+            ));
+        }
         if !status.is_success() {
             return Err(ProviderError::Failed(format!(
                 "it answered HTTP {}{}",
@@ -393,6 +414,8 @@ mod tests {
         assert_eq!(e.code(), "provider_rate_limited");
         assert!(e.message("brave").contains("brave is rate-limiting"));
         assert!(e.message("brave").ends_with("nothing was charged"));
+        assert_eq!(ProviderError::Rejected("x".into()).status(), 400);
+        assert_eq!(ProviderError::Failed("x".into()).status(), 503);
         assert_eq!(
             ProviderError::Unconfigured("x".into()).code(),
             "provider_unconfigured"

@@ -6,13 +6,17 @@
 //!   (day|week|month|year). An option the provider cannot honour is 400 naming the provider,
 //!   checked before payment verification.
 //! - Billing (bill's default rule): 200 whenever the provider returned at least one result,
-//!   even when some or all pages fail. Not charged: 404 `no_results`; 503 when the provider is
-//!   unconfigured, unreachable, rate-limited or failing (the code says which).
-//! - Pages: per page `page_max_bytes` (cut there, `truncated: true`), `page_timeout_ms`,
+//!   even when some or all pages fail. Not charged: 404 `no_results`; 400
+//!   `rejected_by_provider` when the provider refuses the query's parameters (HTTP 422); 503
+//!   when the provider is unconfigured, unreachable, rate-limited or failing (the code says
+//!   which).
+//! - Pages: sent with `Accept-Language` when `lang` is given; per page `page_max_bytes` (cut there, `truncated: true`), `page_timeout_ms`,
 //!   redirects capped, content cut at `page_max_chars`. A result URL the guard refuses is
 //!   reported failed and never fetched; DNS answers and redirects are judged by the client.
-//!   Each page has its own deadline and the slowest page bounds the whole: the call never
-//!   takes longer than `provider_timeout_ms + page_timeout_ms + TRANSFORM_MARGIN`.
+//!   Each page has its own deadline from when it gets a fetch slot, and the slowest page
+//!   bounds the whole: with `concurrency` ≥ n (the default) the call never takes longer than
+//!   `provider_timeout_ms + page_timeout_ms + TRANSFORM_MARGIN`; with fewer slots, one
+//!   `page_timeout_ms + TRANSFORM_MARGIN` per wave of pages.
 //!
 //! Parameters: `provider` (brave | serper | searxng), `upstream` (name in routes.yaml
 //! `upstreams:`, default the provider's name), `api_key_env` (default BRAVE_API_KEY /
@@ -45,7 +49,7 @@ pub const FACTORY: StageFactory = StageFactory {
     gives: &["output"],
     doc: "web search through the configured provider, then the top n pages fetched in parallel as markdown",
     errors: &[
-        (400, "Missing or too long q, bad n, or an option the configured provider does not support"),
+        (400, "Missing or too long q, bad n, or an option the configured provider does not support or refused (rejected_by_provider)"),
         (404, "The provider found no results (not charged)"),
         (503, "The search provider is unconfigured, unreachable, rate-limited or failing (not charged)"),
     ],
@@ -131,6 +135,13 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }
     if p.max_redirects > 20 {
         return Err("max_redirects above 20 is not allowed".into());
+    }
+    if !crate::search::PROVIDERS.contains(&p.provider.as_str()) {
+        return Err(format!(
+            "unknown search provider `{}`; known: {}",
+            p.provider,
+            crate::search::PROVIDERS.join(", ")
+        ));
     }
     let upstream = p.upstream.clone().unwrap_or_else(|| p.provider.clone());
     let base = ctx
@@ -244,20 +255,22 @@ impl Page {
 }
 
 impl Search {
-    /// Fetches and converts one result page. Never panics; every failure is a failed Page.
-    async fn page(&self, url: &str, permits: &Semaphore) -> Page {
-        let target = match self.pages.guard().parse_target(url) {
-            Ok(u) => u,
-            Err(refusal) => {
-                let e = crate::net::FetchError::from_url_refusal(refusal);
-                return Page::failed(e.code(), format!("{e}; the page was not fetched"));
-            }
-        };
-        let Ok(_permit) = permits.acquire().await else {
-            return Page::failed("internal_error", "the page could not be scheduled");
-        };
+    /// A result URL the guard refuses by its spelling: reported, never fetched.
+    fn refused(&self, url: &str) -> Result<url::Url, Page> {
+        self.pages.guard().parse_target(url).map_err(|refusal| {
+            let e = crate::net::FetchError::from_url_refusal(refusal);
+            Page::failed(e.code(), format!("{e}; the page was not fetched"))
+        })
+    }
+
+    /// Fetches and converts one vetted result page (DNS answers and redirects are judged by
+    /// the client). Never panics; every failure is a failed Page.
+    async fn page(&self, target: url::Url, lang: Option<&HeaderValue>) -> Page {
         let mut headers = HeaderMap::new();
         headers.insert(http::header::ACCEPT, HeaderValue::from_static(PAGE_ACCEPT));
+        if let Some(l) = lang {
+            headers.insert(http::header::ACCEPT_LANGUAGE, l.clone());
+        }
         let req = FetchRequest {
             url: target,
             method: Method::GET,
@@ -318,26 +331,45 @@ impl Search {
     }
 
     /// Every page concurrently (at most `concurrency` at once), each under its own deadline
-    /// and all under `deadline`: a slow page never holds the others' results.
-    async fn pages(&self, hits: &[Hit]) -> Vec<Page> {
+    /// from the moment it gets a slot, and all under one overall deadline: a slow page never
+    /// holds the others' results.
+    async fn pages(&self, hits: &[Hit], lang: Option<&str>) -> Vec<Page> {
+        // Pages in the language asked for, where the site offers a choice.
+        let lang = lang.and_then(|l| HeaderValue::from_str(l).ok());
+        let lang = lang.as_ref();
         let permits = Semaphore::new(self.concurrency);
         let per_page = self.page_timeout + TRANSFORM_MARGIN;
-        // Pages queued behind the concurrency limit wait their turn, but never past this.
+        // With more pages than slots, pages wait their turn, but never past this.
         let waves = hits.len().div_ceil(self.concurrency).max(1) as u32;
         let deadline = Instant::now() + per_page * waves;
+        let timed_out = || {
+            Page::failed(
+                "upstream_timeout",
+                format!(
+                    "the page was not fetched and converted within {} ms",
+                    per_page.as_millis()
+                ),
+            )
+        };
         let jobs = hits.iter().map(|h| {
             let permits = &permits;
             async move {
-                let work = tokio::time::timeout(per_page, self.page(&h.url, permits));
+                let target = match self.refused(&h.url) {
+                    Ok(t) => t,
+                    Err(page) => return page,
+                };
+                let work = async {
+                    let Ok(_slot) = permits.acquire().await else {
+                        return Page::failed("internal_error", "the page could not be scheduled");
+                    };
+                    match tokio::time::timeout(per_page, self.page(target, lang)).await {
+                        Ok(page) => page,
+                        Err(_) => timed_out(),
+                    }
+                };
                 match tokio::time::timeout_at(deadline, work).await {
-                    Ok(Ok(page)) => page,
-                    _ => Page::failed(
-                        "upstream_timeout",
-                        format!(
-                            "the page was not fetched and converted within {} ms",
-                            per_page.as_millis()
-                        ),
-                    ),
+                    Ok(page) => page,
+                    Err(_) => timed_out(),
                 }
             }
         });
@@ -380,8 +412,9 @@ impl Stage for Search {
             Ok(h) => h,
             Err(e) => {
                 tracing::warn!(request_id = %ex.id, provider = name, code = e.code(), "search provider failed");
-                let mut reply =
-                    Reply::error(StatusCode::SERVICE_UNAVAILABLE, e.code(), e.message(name));
+                let status =
+                    StatusCode::from_u16(e.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                let mut reply = Reply::error(status, e.code(), e.message(name));
                 if let ProviderError::RateLimited {
                     retry_after: Some(s),
                 } = &e
@@ -402,7 +435,7 @@ impl Stage for Search {
                 ),
             );
         }
-        let pages = self.pages(&hits).await;
+        let pages = self.pages(&hits, query.lang.as_deref()).await;
         let fetched_ok = pages.iter().filter(|p| p.ok).count();
         let results: Vec<Value> = hits
             .iter()

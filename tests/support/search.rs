@@ -6,7 +6,7 @@
 //! - a word registered with [`MockProvider::scenario`]: the provider's fixture with its result
 //!   URLs replaced by the scenario's URLs (as many results as URLs);
 //! - `none`: the provider's empty answer; `ratelimit`: 429 + Retry-After: 7; `boom`: 500;
-//!   `credits`: 400 with Serper's error body; `engines`: SearXNG's "every engine failed" answer;
+//!   `credits`: 400 with Serper's error body; `invalid`: 422 with Brave's validation error; `engines`: SearXNG's "every engine failed" answer;
 //!   `garbage`: 200 with HTML; `slowprovider`: waits 30 s.
 //!
 //! A scenario URL ending in `#untitled` gets an empty title (a provider result without one).
@@ -182,6 +182,7 @@ async fn answer(
             return r;
         }
         "boom" => return reply(500, "text/plain", "internal error"),
+        "invalid" => return reply(422, "application/json", fixture("brave-422.json")),
         "credits" => return reply(400, "application/json", fixture("serper-400.json")),
         "engines" => {
             return reply(
