@@ -488,6 +488,7 @@ async fn hostile_pages_and_selectors_end_within_the_budget() {
     }
     attrs.push_str(">x</p><a href=/y>y</a>");
     let slow_selectors = json!({
+        "quadratic": "i:has(~ :nth-last-child(-n+0))",
         "nth": "i:nth-last-child(2n+1):nth-child(3n):nth-last-of-type(n+2)",
         "has": ":has(b#nope) i",
         "deep": "div div div div div div div div div div div div div div div div div div div div i.b",
@@ -596,8 +597,9 @@ async fn a_crowd_of_hostile_requests_leaves_the_server_responsive() {
         assert_eq!(*s, 422, "{b}");
         assert_eq!(b["fieldErrors"]["has"], "time_budget", "{b}");
     }
+    // Blocked async workers would hold /status for a whole 2 s round or more.
     assert!(
-        worst < Duration::from_secs(1),
+        worst < Duration::from_secs(2),
         "/status answered in {worst:?}"
     );
     assert!(
