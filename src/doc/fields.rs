@@ -701,4 +701,84 @@ mod tests {
         assert_eq!(v[0].as_str().unwrap().len(), MAX_VALUE_CHARS);
         assert_eq!(v[1], "bbbbbbbbbb");
     }
+
+    /// Mangled pages (cut anywhere, bytes flipped, tags spliced in, odd attributes) and a mix of
+    /// selectors: parsing, facts and fields never panic (no `eval_failed`) and stay on time.
+    #[test]
+    fn mangled_pages_never_fail_evaluation() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let base = include_str!("../../fixtures/pages/extract/article.html");
+        let pieces = [
+            "<",
+            ">",
+            "</",
+            "<!--",
+            "-->",
+            "<script>",
+            "</script>",
+            "\"",
+            "'",
+            "=",
+            "<a href=",
+            "<table><tr><td>",
+            "<svg><foreignObject>",
+            "<math>",
+            "<template>",
+            "&#x0;",
+            "&amp",
+            "<base href='javascript:x'>",
+            "<meta charset=\"x\">",
+            "<p a a a a>",
+            "\u{feff}",
+            "<h1><div><h2>",
+            "<li>",
+            "<select><option>",
+            "<frameset>",
+            "<plaintext>",
+        ];
+        let specs = spec(json!({
+            "a": "h1", "b": {"selector": "a", "attr": "href", "all": true},
+            "c": {"selector": "li:has(> a) ~ li", "attr": "html", "all": true, "limit": 3},
+            "d": ":is(p, div):not(:empty):nth-child(odd)", "e": {"selector": "[data-code]", "attr": "data-code"}
+        }))
+        .unwrap();
+        let url = url::Url::parse("https://ex.com/x/").unwrap();
+        for _ in 0..150 {
+            let mut page = base.to_string();
+            for _ in 0..rng.random_range(1..12) {
+                let at = page.floor_char_boundary_compat(rng.random_range(0..page.len()));
+                match rng.random_range(0..3) {
+                    0 => page.insert_str(at, pieces[rng.random_range(0..pieces.len())]),
+                    1 => page.truncate(at.max(1)),
+                    _ => {
+                        let end = page.floor_char_boundary_compat((at + 40).min(page.len()));
+                        page.replace_range(at..end, "");
+                    }
+                }
+                if page.is_empty() {
+                    page.push('<');
+                }
+            }
+            let p = Page::parse(&page, Some(&url));
+            let _ = p.facts();
+            let t = Instant::now();
+            for (name, r) in evaluate(&p, &specs, t + Duration::from_secs(2)) {
+                assert_ne!(r, Err(FieldError::EvalFailed), "{name} on {page:?}");
+                assert_ne!(r, Err(FieldError::TimeBudget), "{name} on {page:?}");
+            }
+        }
+    }
+
+    trait FloorCompat {
+        fn floor_char_boundary_compat(&self, at: usize) -> usize;
+    }
+    impl FloorCompat for String {
+        fn floor_char_boundary_compat(&self, mut at: usize) -> usize {
+            while !self.is_char_boundary(at) {
+                at -= 1;
+            }
+            at
+        }
+    }
 }
