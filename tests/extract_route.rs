@@ -174,6 +174,15 @@ async fn get_a_page_every_output_field() {
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["url"], e.pages.url("/redirect"));
     assert_eq!(b["finalUrl"], page);
+    // Three redirects are followed; a fourth is refused.
+    let (s, b) = e.get(&e.pages.url("/hop?n=2"), None).await;
+    assert_eq!(
+        (s, b["finalUrl"].as_str()),
+        (200, Some(page.as_str())),
+        "{b}"
+    );
+    let (s, b) = e.get(&e.pages.url("/hop?n=3"), None).await;
+    assert_eq!((s, code(&b)), (502, "too_many_redirects"), "{b}");
     // Charset from the Content-Type; an untyped body that looks like HTML is read.
     let (s, b) = e.get(&e.pages.url("/latin1"), None).await;
     assert_eq!((s, b["title"].as_str()), (200, Some("Café crème")), "{b}");

@@ -85,7 +85,8 @@ impl PagesServer {
 }
 
 /// The pages: /article (the fixture), /latin1, /json, /png, /no-type, /declared-big (Content-
-/// Length over 200,000), /missing (404), /slow (sleeps), /redirect (→ /article), /deep?n=.
+/// Length over 200,000), /missing (404), /slow (sleeps), /redirect (→ /article), /deep?n=,
+/// /hop?n= (n redirects, then /article).
 pub async fn pages() -> PagesServer {
     let article = repo(ARTICLE_PATH);
     let routes = warp::path::full()
@@ -125,6 +126,18 @@ pub async fn pages() -> PagesServer {
                         r
                     }
                     "/deep" => resp(200, "text/html", nested(n)),
+                    // /hop?n=k: k more redirects, then the article.
+                    "/hop" => {
+                        let next = if n == 0 {
+                            "/article".to_string()
+                        } else {
+                            format!("/hop?n={}", n - 1)
+                        };
+                        let mut r = resp(302, "text/plain", "");
+                        r.headers_mut()
+                            .insert("location", HeaderValue::from_str(&next).unwrap());
+                        r
+                    }
                     _ => resp(404, "text/plain", "unknown"),
                 };
                 Ok::<_, Infallible>(r)
