@@ -339,4 +339,12 @@ async fn the_demo_twin_reads_the_fixed_sample_page_for_free() {
         .await
         .unwrap();
     assert!(llms.contains("/api/extract"), "{llms}");
+    let try_line = llms
+        .lines()
+        .find(|l| l.contains("Try") && l.contains("/api/extract?"))
+        .expect("a curl line for /api/extract");
+    assert!(
+        try_line.contains("fields=") && !try_line.contains("html="),
+        "the curl example uses the parameters' examples, not the whole sample page: {try_line}"
+    );
 }

@@ -691,10 +691,16 @@ fn param_line(p: &ParamSpec) -> String {
     format!("`{}` ({}){desc}", p.name, facts.join(", "))
 }
 
-/// The input a curl example uses: the demo input, else the parameters' examples.
+/// The input a curl example uses: the demo input, else the parameters' examples. A demo input
+/// too long for a readable command line (a whole sample page as `html`) gives way to the
+/// parameters' examples when there are any.
 fn example_input(spec: &RouteSpec) -> Map<String, Value> {
+    const READABLE: usize = 600;
     if let Some(d) = &spec.demo {
-        return d.input.clone();
+        let long = Value::Object(d.input.clone()).to_string().len() > READABLE;
+        if !long || spec.input.iter().all(|p| p.example.is_none()) {
+            return d.input.clone();
+        }
     }
     spec.input
         .iter()

@@ -116,6 +116,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
 
 impl Extract {
     /// The checked fields spec: None when no fields were asked for (absent or `{}`).
+    #[allow(clippy::result_large_err)] // the error is the finished reply, as everywhere
     fn fields(&self, input: &Map<String, Value>) -> Result<Option<Vec<FieldSpec>>, Reply> {
         match input.get(&self.p.fields_param) {
             None | Some(Value::Null) => Ok(None),
@@ -131,6 +132,7 @@ impl Extract {
         }
     }
 
+    #[allow(clippy::result_large_err)]
     fn html<'a>(&self, input: &'a Map<String, Value>) -> Result<Option<&'a str>, Reply> {
         let Some(html) = input.get(&self.p.html_param).and_then(Value::as_str) else {
             return Ok(None);

@@ -85,7 +85,8 @@ impl PagesServer {
 }
 
 /// The pages: /article (the fixture), /latin1, /json, /png, /no-type, /declared-big (Content-
-/// Length over 200,000), /missing (404), /slow (sleeps), /redirect (→ /article), /deep?n=.
+/// Length over 200,000), /missing (404), /slow (sleeps), /redirect (→ /article), /deep?n=,
+/// /hop?n= (n redirects, then /article).
 pub async fn pages() -> PagesServer {
     let article = repo(ARTICLE_PATH);
     let routes = warp::path::full()
@@ -125,6 +126,18 @@ pub async fn pages() -> PagesServer {
                         r
                     }
                     "/deep" => resp(200, "text/html", nested(n)),
+                    // /hop?n=k: k more redirects, then the article.
+                    "/hop" => {
+                        let next = if n == 0 {
+                            "/article".to_string()
+                        } else {
+                            format!("/hop?n={}", n - 1)
+                        };
+                        let mut r = resp(302, "text/plain", "");
+                        r.headers_mut()
+                            .insert("location", HeaderValue::from_str(&next).unwrap());
+                        r
+                    }
                     _ => resp(404, "text/plain", "unknown"),
                 };
                 Ok::<_, Infallible>(r)
@@ -151,4 +164,51 @@ pub async fn pages() -> PagesServer {
 
 pub fn enc(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// A raw HTTP/1.1 server streaming an HTML page of `n` bytes in chunks, without Content-Length,
+/// so the 200,000-byte cap can only be applied while streaming (the page is cut, not refused).
+pub async fn streamed_html(n: usize) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind streamed");
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => seen.extend_from_slice(&buf[..k]),
+                    }
+                    if seen.len() > 65536 {
+                        return;
+                    }
+                }
+                let mut page =
+                    b"<html><head><title>Streamed</title></head><body><h1>Top</h1>".to_vec();
+                while page.len() < n {
+                    page.extend_from_slice(b"<p>filler paragraph text</p>\n");
+                }
+                page.truncate(n);
+                let _ = sock
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                    .await;
+                for chunk in page.chunks(8192) {
+                    let head = format!("{:x}\r\n", chunk.len());
+                    if sock.write_all(head.as_bytes()).await.is_err()
+                        || sock.write_all(chunk).await.is_err()
+                        || sock.write_all(b"\r\n").await.is_err()
+                    {
+                        return;
+                    }
+                }
+                let _ = sock.write_all(b"0\r\n\r\n").await;
+            });
+        }
+    });
+    format!("http://{addr}/page")
 }
