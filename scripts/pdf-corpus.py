@@ -113,7 +113,7 @@ def wrap(pdf, text, width):
     return lines
 
 
-def two_column(name, font, pages=2):
+def two_column(name, font, pages=2, gutter=25):
     pdf = new_pdf("Two-column article")
     text = []
     for p in range(pages):
@@ -135,7 +135,7 @@ def two_column(name, font, pages=2):
             if i < len(ll) and ll[i]:
                 pdf.text(60, y, ll[i])
             if i < len(rl) and rl[i]:
-                pdf.text(310, y, rl[i])
+                pdf.text(60 + col_w + gutter, y, rl[i])
             y += 13
         text.append("\n".join(l for l in ll if l))
         text.append("\n".join(l for l in rl if l))
@@ -358,7 +358,7 @@ def sample():
 
 multipage()
 two_column("two-column", "DejaVu")
-two_column("two-column-serif", "Serif", pages=3)
+two_column("two-column-serif", "Serif", pages=3, gutter=8)  # a narrow gutter: 0.8 em
 non_latin()
 ligatures()
 hyphenation()

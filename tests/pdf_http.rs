@@ -386,6 +386,37 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
             .unwrap()
             .as_slice()
     );
+    // Discovery: every parameter and error of /api/pdf, the llms.txt lines.
+    let (s, _, api) = server_support::get_json(&paycall.url("/openapi.json")).await;
+    assert_eq!(s, 200);
+    let op = &api["paths"]["/api/pdf"]["get"];
+    let params: Vec<&str> = op["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        params.contains(&"url") && params.contains(&"pages"),
+        "{params:?}"
+    );
+    for status in ["200", "400", "402", "413", "415", "422", "502", "504"] {
+        assert!(
+            op["responses"].get(status).is_some(),
+            "{status} missing: {}",
+            op["responses"]
+        );
+    }
+    let r = server_support::client()
+        .get(paycall.url("/llms.txt"))
+        .send()
+        .await
+        .unwrap();
+    let llms = r.text().await.unwrap();
+    assert!(
+        llms.contains("/api/pdf") && llms.contains("/api/demo/pdf"),
+        "{llms}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -77,7 +77,7 @@ impl SpanBuilder {
         if let Some(s) = self.cur.as_mut() {
             let gap = x0 - s.x1;
             let same_line = (y - s.y).abs() < 0.3 * s.size.min(size).max(0.5);
-            if same_line && gap > -0.5 * s.size && gap < 0.8 * s.size {
+            if same_line && gap > -0.5 * s.size && gap < 0.5 * s.size {
                 if blank {
                     if !text.is_empty() {
                         s.pending_space = true;
@@ -172,45 +172,37 @@ fn median_size(spans: &[Span]) -> f32 {
     v[mid]
 }
 
+/// Gutter widths, in device units: a strip at least `wide` separates columns wherever it
+/// is; a `narrow` one only when at least `NARROW_LINES` lines share it (so that a few word
+/// gaps that happen to line up do not make columns).
+#[derive(Clone, Copy)]
+struct Gutter {
+    narrow: f32,
+    wide: f32,
+}
+
+const NARROW_LINES: usize = 3;
+
 /// Orders a page's spans and renders them as text (lines joined by '\n').
 pub fn render(spans: Vec<Span>) -> String {
     if spans.is_empty() {
         return String::new();
     }
-    let min_gutter = (median_size(&spans) * 1.0).max(4.0);
+    let em = median_size(&spans);
+    let g = Gutter {
+        narrow: (em * 0.6).max(2.0),
+        wide: (em * 1.0).max(4.0),
+    };
     let refs: Vec<&Span> = spans.iter().collect();
     let mut lines: Vec<String> = Vec::new();
-    order(&refs, min_gutter, 0, &mut lines);
+    order(&refs, g, 0, &mut lines);
     lines.join("\n")
 }
 
 const MAX_DEPTH: usize = 48;
 
-fn order(spans: &[&Span], min_w: f32, depth: usize, out: &mut Vec<String>) {
-    if spans.is_empty() {
-        return;
-    }
-    if depth >= MAX_DEPTH {
-        emit_lines(spans, out);
-        return;
-    }
-    let lo = spans.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
-    let hi = spans.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
-    // 1. A gutter across the whole region: columns, left then right.
-    let gaps = uncovered(spans, lo, hi, min_w);
-    if let Some(&(g0, g1)) = gaps
-        .iter()
-        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
-    {
-        let cut = (g0 + g1) / 2.0;
-        let (left, right): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.x1 <= cut);
-        if !left.is_empty() && !right.is_empty() {
-            order(&left, min_w, depth + 1, out);
-            order(&right, min_w, depth + 1, out);
-            return;
-        }
-    }
-    // 2. Line bands, top to bottom.
+/// Line bands of a region, top to bottom (y-projection of the spans' cores).
+fn bands_of<'a>(spans: &[&'a Span]) -> Vec<Vec<&'a Span>> {
     let mut sorted: Vec<&Span> = spans.to_vec();
     sorted.sort_by(|a, b| b.top().total_cmp(&a.top()));
     let mut bands: Vec<Vec<&Span>> = Vec::new();
@@ -227,6 +219,42 @@ fn order(spans: &[&Span], min_w: f32, depth: usize, out: &mut Vec<String>) {
             }
         }
     }
+    bands
+}
+
+fn widest(gaps: &[(f32, f32)]) -> Option<(f32, f32)> {
+    gaps.iter()
+        .copied()
+        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
+}
+
+fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
+    if spans.is_empty() {
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        emit_lines(spans, out);
+        return;
+    }
+    let lo = spans.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
+    let hi = spans.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
+    let bands = bands_of(spans);
+    // 1. A gutter across the whole region: columns, left then right.
+    let min_w = if bands.len() >= NARROW_LINES {
+        g.narrow
+    } else {
+        g.wide
+    };
+    if let Some((g0, g1)) = widest(&uncovered(spans, lo, hi, min_w)) {
+        let cut = (g0 + g1) / 2.0;
+        let (left, right): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.x1 <= cut);
+        if !left.is_empty() && !right.is_empty() {
+            order(&left, g, depth + 1, out);
+            order(&right, g, depth + 1, out);
+            return;
+        }
+    }
+    // 2. Line bands, top to bottom.
     if bands.len() == 1 {
         emit_lines(spans, out);
         return;
@@ -234,10 +262,10 @@ fn order(spans: &[&Span], min_w: f32, depth: usize, out: &mut Vec<String>) {
     // 3. Group consecutive bands that share a free strip; cut each group again.
     let mut i = 0;
     while i < bands.len() {
-        let mut acc = uncovered(&bands[i], lo, hi, min_w);
+        let mut acc = uncovered(&bands[i], lo, hi, g.narrow);
         let mut j = i + 1;
         while j < bands.len() {
-            let next = intersect(&acc, &uncovered(&bands[j], lo, hi, min_w), min_w);
+            let next = intersect(&acc, &uncovered(&bands[j], lo, hi, g.narrow), g.narrow);
             // Only a strip with text on both sides makes columns; a shared ragged margin
             // does not.
             if !next.iter().any(|&(a, b)| a > lo + 0.5 && b < hi - 0.5) {
@@ -249,9 +277,14 @@ fn order(spans: &[&Span], min_w: f32, depth: usize, out: &mut Vec<String>) {
         let group: Vec<&Span> = bands[i..j].iter().flatten().copied().collect();
         let glo = group.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
         let ghi = group.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
-        if j - i >= 2 && group.len() < spans.len() && !uncovered(&group, glo, ghi, min_w).is_empty()
+        let need = if j - i >= NARROW_LINES {
+            g.narrow
+        } else {
+            g.wide
+        };
+        if j - i >= 2 && group.len() < spans.len() && !uncovered(&group, glo, ghi, need).is_empty()
         {
-            order(&group, min_w, depth + 1, out);
+            order(&group, g, depth + 1, out);
         } else {
             for band in &bands[i..j] {
                 emit_lines(band, out);
@@ -366,6 +399,32 @@ mod tests {
             order,
             ["L0", "L1", "L2", "L3", "L4", "L5", "R0", "R1", "R2"]
         );
+    }
+
+    #[test]
+    fn a_narrow_gutter_shared_by_several_lines_still_makes_columns() {
+        let mut b = SpanBuilder::default();
+        for i in 0..4 {
+            let y = 700.0 - 12.0 * i as f32;
+            // Left line ends at x=100, right line starts 6 units (0.6 em) later, same text object.
+            let x = word(&mut b, 50.0, y, &format!("left{i} aaaa"));
+            word(&mut b, x + 6.0, y, &format!("right{i} bbb"));
+        }
+        let text = render(b.finish());
+        let first: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
+        assert_eq!(
+            first,
+            ["left0", "left1", "left2", "left3", "right0", "right1", "right2", "right3"],
+            "{text}"
+        );
+        // Two lines with an aligned narrow gap are just two lines.
+        let mut b = SpanBuilder::default();
+        for i in 0..2 {
+            let y = 700.0 - 12.0 * i as f32;
+            let x = word(&mut b, 50.0, y, &format!("one{i} aaaa"));
+            word(&mut b, x + 6.0, y, &format!("two{i} bbb"));
+        }
+        assert_eq!(render(b.finish()), "one0 aaaa two0 bbb\none1 aaaa two1 bbb");
     }
 
     #[test]
