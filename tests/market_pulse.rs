@@ -145,3 +145,23 @@ async fn unpaid_pulse_is_402_without_upstream_work() {
     assert!(text.contains("/api/pulse") && text.contains("rangePosition24h"));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn spot_answers_are_cached_for_the_route_ttl() {
+    let up = market::start().await;
+    let (_dir, cfg) = market::free_route_config(&up, &[], "pulse", "");
+    let server = server_support::start(cfg).await;
+    let (s1, _, a) = get_json(&server.url("/api/pulse")).await;
+    let (s2, _, b) = get_json(&server.url("/api/pulse")).await;
+    assert_eq!((s1, s2), (200, 200), "{a} {b}");
+    assert_eq!(
+        up.hits("coinbase_exchange"),
+        3,
+        "the second call is served from the cache"
+    );
+    assert_eq!(
+        a["asOf"], b["asOf"],
+        "both answers say when the data was taken"
+    );
+    server.shutdown().await;
+}
