@@ -143,6 +143,28 @@ async fn unpaid_pulse_is_402_without_upstream_work() {
     assert_eq!(s, 200);
     let text = doc.to_string();
     assert!(text.contains("/api/pulse") && text.contains("rangePosition24h"));
+    for path in [
+        "/api/pulse",
+        "/api/funding",
+        "/api/signals",
+        "/api/gas",
+        "/api/portfolio",
+        "/api/yield",
+    ] {
+        let op = &doc["paths"][path];
+        assert!(op.is_object(), "{path} is in /openapi.json");
+        let op_text = op.to_string();
+        for status in ["\"402\"", "\"502\"", "\"503\""] {
+            assert!(
+                op_text.contains(status),
+                "{path} documents {status}: {op_text}"
+            );
+        }
+        assert!(
+            op_text.contains("methodology"),
+            "{path} shows its example: {op_text}"
+        );
+    }
     server.shutdown().await;
 }
 

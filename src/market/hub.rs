@@ -403,6 +403,30 @@ mod tests {
     }
 
     #[test]
+    fn transport_failures_map_to_503_and_bad_answers_to_502() {
+        let t = fetch_error(
+            "okx",
+            FetchError::Timeout {
+                after: Duration::from_secs(6),
+            },
+        );
+        assert_eq!(t.status(), 503);
+        assert!(t.to_string().starts_with("okx: "));
+        assert_eq!(
+            fetch_error("okx", FetchError::Connect("refused".into())).status(),
+            503
+        );
+        let big = fetch_error(
+            "llama",
+            FetchError::TooLarge {
+                declared: None,
+                cap: 10,
+            },
+        );
+        assert_eq!(big.status(), 502);
+    }
+
+    #[test]
     fn paths_join_under_a_base_path() {
         let hub = hub();
         assert_eq!(
