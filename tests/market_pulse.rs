@@ -187,3 +187,14 @@ async fn spot_answers_are_cached_for_the_route_ttl() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_slow_first_source_times_out_into_the_second() {
+    // Coinbase would answer after 8 s; the pipeline's timeout is 6 s, so the answer can only
+    // come from CoinGecko (had the deadline not fired, Coinbase's answer would have been used).
+    let up = market::start().await;
+    up.set("coinbase_exchange", Mode::SlowMs(8_000));
+    let (_, env) = demo_with(&up, &[]).await;
+    assert_eq!(env["sample_status"], 200, "{env}");
+    assert_eq!(env["sample"]["dataSource"], "coingecko");
+}
