@@ -143,5 +143,58 @@ async fn unpaid_pulse_is_402_without_upstream_work() {
     assert_eq!(s, 200);
     let text = doc.to_string();
     assert!(text.contains("/api/pulse") && text.contains("rangePosition24h"));
+    for path in [
+        "/api/pulse",
+        "/api/funding",
+        "/api/signals",
+        "/api/gas",
+        "/api/portfolio",
+        "/api/yield",
+    ] {
+        let op = &doc["paths"][path];
+        assert!(op.is_object(), "{path} is in /openapi.json");
+        let op_text = op.to_string();
+        for status in ["\"402\"", "\"502\"", "\"503\""] {
+            assert!(
+                op_text.contains(status),
+                "{path} documents {status}: {op_text}"
+            );
+        }
+        assert!(
+            op_text.contains("methodology"),
+            "{path} shows its example: {op_text}"
+        );
+    }
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn spot_answers_are_cached_for_the_route_ttl() {
+    let up = market::start().await;
+    let (_dir, cfg) = market::free_route_config(&up, &[], "pulse", "");
+    let server = server_support::start(cfg).await;
+    let (s1, _, a) = get_json(&server.url("/api/pulse")).await;
+    let (s2, _, b) = get_json(&server.url("/api/pulse")).await;
+    assert_eq!((s1, s2), (200, 200), "{a} {b}");
+    assert_eq!(
+        up.hits("coinbase_exchange"),
+        3,
+        "the second call is served from the cache"
+    );
+    assert_eq!(
+        a["asOf"], b["asOf"],
+        "both answers say when the data was taken"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_first_source_times_out_into_the_second() {
+    // Coinbase would answer after 8 s; the pipeline's timeout is 6 s, so the answer can only
+    // come from CoinGecko (had the deadline not fired, Coinbase's answer would have been used).
+    let up = market::start().await;
+    up.set("coinbase_exchange", Mode::SlowMs(8_000));
+    let (_, env) = demo_with(&up, &[]).await;
+    assert_eq!(env["sample_status"], 200, "{env}");
+    assert_eq!(env["sample"]["dataSource"], "coingecko");
 }

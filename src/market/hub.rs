@@ -350,6 +350,101 @@ pub fn num(v: &Value) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn hub() -> MarketHub {
+        let guard = Arc::new(crate::net::Guard::new(vec![]));
+        let client =
+            GuardedClient::new(guard, Arc::new(crate::net::SystemResolver), "paycall-test")
+                .expect("client");
+        let mut up = BTreeMap::new();
+        up.insert(
+            "prefixed".to_string(),
+            Url::parse("https://api.example.com/api/v3").unwrap(),
+        );
+        MarketHub::new(Arc::new(client), up)
+    }
+
+    #[tokio::test]
+    async fn cache_keeps_successes_for_their_ttl_and_never_failures() {
+        let hub = hub();
+        let runs = AtomicUsize::new(0);
+        let produce = || async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, UpstreamError>(42u32)
+        };
+        let ttl = Duration::from_millis(300);
+        let a = hub.cached("k".into(), ttl, produce()).await.unwrap();
+        let b = hub.cached("k".into(), ttl, produce()).await.unwrap();
+        assert_eq!((*a.value, *b.value), (42, 42));
+        assert_eq!(a.taken, b.taken, "the second answer is the cached one");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        // Another TTL is another entry: a 15 s route never serves a 60 s route's older data.
+        hub.cached("k".into(), Duration::from_secs(60), produce())
+            .await
+            .unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        hub.cached("k".into(), ttl, produce()).await.unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 3, "expired after its TTL");
+
+        let fails = AtomicUsize::new(0);
+        for _ in 0..2 {
+            let e = hub
+                .cached::<u32, _>("f".into(), ttl, async {
+                    fails.fetch_add(1, Ordering::SeqCst);
+                    Err(UpstreamError::unavailable("up", "down"))
+                })
+                .await
+                .unwrap_err();
+            assert_eq!(e.status(), 503);
+        }
+        assert_eq!(fails.load(Ordering::SeqCst), 2, "failures are not cached");
+    }
+
+    #[test]
+    fn transport_failures_map_to_503_and_bad_answers_to_502() {
+        let t = fetch_error(
+            "okx",
+            FetchError::Timeout {
+                after: Duration::from_secs(6),
+            },
+        );
+        assert_eq!(t.status(), 503);
+        assert!(t.to_string().starts_with("okx: "));
+        assert_eq!(
+            fetch_error("okx", FetchError::Connect("refused".into())).status(),
+            503
+        );
+        let big = fetch_error(
+            "llama",
+            FetchError::TooLarge {
+                declared: None,
+                cap: 10,
+            },
+        );
+        assert_eq!(big.status(), 502);
+    }
+
+    #[test]
+    fn paths_join_under_a_base_path() {
+        let hub = hub();
+        assert_eq!(
+            hub.url("prefixed", "simple/price?ids=bitcoin")
+                .unwrap()
+                .as_str(),
+            "https://api.example.com/api/v3/simple/price?ids=bitcoin"
+        );
+        assert_eq!(
+            hub.url("prefixed", "").unwrap().as_str(),
+            "https://api.example.com/api/v3/"
+        );
+        assert!(hub.url("missing", "x").is_err());
+        assert!(hub
+            .check_upstream("missing")
+            .unwrap_err()
+            .contains("prefixed"));
+    }
 
     #[tokio::test]
     async fn first_ok_uses_the_second_source_and_names_both_when_both_fail() {

@@ -70,18 +70,16 @@ impl SpotSet {
     }
 }
 
-/// Which API an upstream speaks, from its name's prefix.
-pub fn fetch_spot<'a>(
-    hub: &'a MarketHub,
-    upstream: &'a str,
+/// Which API an upstream speaks, from its name's prefix (`coingecko…`, else Coinbase).
+pub async fn fetch_spot(
+    hub: &MarketHub,
+    upstream: &str,
     limits: Limits,
-) -> impl std::future::Future<Output = Result<SpotSet, UpstreamError>> + 'a {
-    async move {
-        if upstream.starts_with("coingecko") {
-            coingecko(hub, upstream, limits).await
-        } else {
-            coinbase(hub, upstream, limits).await
-        }
+) -> Result<SpotSet, UpstreamError> {
+    if upstream.starts_with("coingecko") {
+        coingecko(hub, upstream, limits).await
+    } else {
+        coinbase(hub, upstream, limits).await
     }
 }
 

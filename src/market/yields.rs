@@ -48,6 +48,8 @@ pub struct Pool {
 /// Pools at or above the floor, and how many the upstream listed in all.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PoolList {
+    /// The upstream the list came from.
+    pub upstream: String,
     pub listed: usize,
     pub pools: Vec<Pool>,
 }
@@ -194,7 +196,10 @@ pub fn parse_pools(upstream: &str, body: &[u8]) -> Result<PoolList, UpstreamErro
     if list.listed == 0 {
         return Err(UpstreamError::bad(upstream, "listed no pools"));
     }
-    Ok(list)
+    Ok(PoolList {
+        upstream: upstream.to_string(),
+        ..list
+    })
 }
 
 /// What a caller asked for.

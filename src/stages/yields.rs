@@ -204,7 +204,7 @@ impl Stage for Yields {
                 "poolsAtOrAboveFloor": list.pools.len(),
                 "tvlFloorUsd": TVL_FLOOR_USD,
             },
-            "dataSource": "defillama_yields",
+            "dataSource": list.upstream,
             "methodology": methodology(self.p.max_apy_pct),
         });
         respond_market(ex, body, fresh.taken)
