@@ -6,7 +6,7 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
-use super::dom::{Dom, Ix, Kind};
+use super::dom::{collapse_ws, Dom, Ix, Kind};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -91,6 +91,10 @@ struct Regexes {
     furniture: Regex,
     /// Furniture that may hold images (only its text is furniture).
     caption: Regex,
+    /// Headings that announce the end of the article: related items, comments.
+    end_marker: Regex,
+    /// Short paragraphs that are site boilerplate (copyright lines).
+    legal: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -113,6 +117,12 @@ fn regexes() -> &'static Regexes {
                 r"byline|author|dateline|timestamp|pubdate|publish|posted|updated|(^|[-_ ])(date|time|meta|tags?|print|rating|follow)([-_ ]|$)|shar(e|ing)|social|addthis|addtoany|sociable|breadcrumb|related|newsletter|subscri|signup|sign-up|promo|advert|sponsor|cookie|consent|toolbar|read-?more|more-stories|recommend|outbrain|taboola|disclaimer|copyright",
             ),
             caption: re(r"caption|credit"),
+            end_marker: re(
+                r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|recommended( for you)?|most (popular|read|viewed)|popular (posts|articles|stories)|latest (news|stories|posts)|other (stories|articles)|leave a (reply|comment)|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
+            ),
+            legal: re(
+                r"^\W*(copyright\b|©|\(c\) \d{4}|all rights reserved|this (document|material|article) (is subject to copyright|may not be (published|reproduced)))",
+            ),
         }
     })
 }
@@ -710,6 +720,36 @@ impl<'a> Pass<'a> {
                     continue;
                 }
                 let st = self.stat[ix];
+                // "Related articles", "Comments": the article is over in this container.
+                if (heading || (st.len < 60 && matches!(tag, "p" | "div" | "span" | "strong")))
+                    && st.len < 100
+                    && !off("endmarker")
+                    && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    if debug() {
+                        eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
+                    }
+                    let mut next = Some(ix);
+                    while let Some(n) = next {
+                        let after = dom.nodes[n].parent.and_then(|p| {
+                            let kids = &dom.nodes[p].children;
+                            kids.iter()
+                                .position(|&k| k == n)
+                                .and_then(|i| kids.get(i + 1).copied())
+                        });
+                        self.remove(n);
+                        next = after;
+                    }
+                    continue;
+                }
+                if matches!(tag, "p" | "div" | "small")
+                    && st.len < 300
+                    && !off("legal")
+                    && r.legal.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
+                    continue;
+                }
                 // The title (kept apart in the metadata), and teaser headings that are links.
                 if heading && (self.repeats_title(ix) || (st.len > 0 && st.link * 10 >= st.len * 9))
                 {
