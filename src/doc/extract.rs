@@ -288,6 +288,10 @@ struct Pass<'a> {
     dom: &'a Dom,
     /// The page's title, lower-cased words: a heading repeating it is not content.
     title: Vec<String>,
+    /// Candidate scores of the chosen pass (NaN: not a candidate); empty before choosing.
+    scores: Vec<f64>,
+    /// The best candidate's score in `scores`.
+    top_score: f64,
     gone: Vec<bool>,
     stat: Vec<Stat>,
 }
@@ -329,6 +333,8 @@ impl<'a> Pass<'a> {
         let mut pass = Pass {
             dom,
             title: title.map(words).unwrap_or_default(),
+            scores: Vec::new(),
+            top_score: 0.0,
             gone,
             stat: vec![Stat::default(); n],
         };
@@ -562,7 +568,7 @@ impl<'a> Pass<'a> {
         if score[top].is_nan() {
             // Readability initialises the new top; a fresh score from its tag will do.
             let s = self.init_score(top);
-            return self.with_siblings(top, body, s, &score);
+            return self.with_siblings(top, first, s, &score);
         }
         // Climb while the parent scores higher (the content spans several children).
         let mut last = score[top];
@@ -606,13 +612,13 @@ impl<'a> Pass<'a> {
         } else {
             score[top]
         };
-        self.with_siblings(top, body, s, &score)
+        self.with_siblings(top, first, s, &score)
     }
 
     fn with_siblings(
         &self,
         top: Ix,
-        _body: Ix,
+        first: Ix,
         top_score: f64,
         score: &[f64],
     ) -> Option<(Vec<Ix>, Vec<f64>)> {
@@ -657,7 +663,7 @@ impl<'a> Pass<'a> {
             }
         }
         if !off("cousins") {
-            self.add_cousins(top, top_score, score, &mut roots);
+            self.add_cousins(top, first, top_score, score, &mut roots);
         }
         Some((roots, score.to_vec()))
     }
@@ -665,31 +671,33 @@ impl<'a> Pass<'a> {
     /// Article text split over several containers of the same kind (`article__body` chunks
     /// under different wrappers): siblings of the top candidate's ancestors (up to three
     /// levels) holding a well-scored block with the top's class join the selection.
-    fn add_cousins(&self, top: Ix, top_score: f64, score: &[f64], roots: &mut Vec<Ix>) {
+    fn add_cousins(&self, top: Ix, first: Ix, top_score: f64, score: &[f64], roots: &mut Vec<Ix>) {
         let dom = self.dom;
-        let Some(class) = dom.attr(top, "class").filter(|c| !c.trim().is_empty()) else {
+        let classes: Vec<&str> = [top, first]
+            .iter()
+            .filter_map(|&i| dom.attr(i, "class"))
+            .filter(|c| !c.trim().is_empty())
+            .collect();
+        if classes.is_empty() {
             return;
-        };
-        let threshold = (top_score * COUSIN_SHARE).max(10.0);
+        }
+        let threshold = (top_score.max(score[first]) * COUSIN_SHARE).max(10.0);
         let mut node = top;
         for _ in 0..3 {
             let Some(parent) = dom.nodes[node].parent else {
                 break;
             };
-            let Some(grand) = dom.nodes[parent].parent else {
-                break;
-            };
-            if matches!(dom.tag(parent), "body" | "html" | "") || dom.elem(grand).is_none() {
+            if matches!(dom.tag(parent), "body" | "html" | "") {
                 break;
             }
-            for &s in &dom.nodes[grand].children {
-                if s == parent || self.gone[s] || dom.elem(s).is_none() {
+            for &s in &dom.nodes[parent].children {
+                if s == node || self.gone[s] || dom.elem(s).is_none() {
                     continue;
                 }
                 let twin = (s..dom.nodes[s].end).any(|d| {
                     !score[d].is_nan()
                         && score[d] >= threshold
-                        && dom.attr(d, "class") == Some(class)
+                        && dom.attr(d, "class").is_some_and(|c| classes.contains(&c))
                 });
                 if twin && self.stat[s].link_density() < 0.3 {
                     roots.push(s);
@@ -710,11 +718,25 @@ impl<'a> Pass<'a> {
             let root_ptext = self.stat[root].ptext;
             // Share widgets and negative headers.
             for ix in root + 1..end {
-                if self.gone[ix] || dom.elem(ix).is_none() {
+                if dom.elem(ix).is_none() {
                     continue;
                 }
                 let tag = dom.tag(ix);
                 let heading = matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
+                if self.gone[ix] {
+                    // A heading the strict pass dropped ("related-title") still ends the article.
+                    if heading
+                        && !off("endmarker")
+                        && !dom
+                            .ancestors(ix)
+                            .take_while(|&a| a != root)
+                            .any(|a| self.gone[a])
+                        && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                    {
+                        self.remove_from(ix);
+                    }
+                    continue;
+                }
                 if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
                     self.remove(ix);
                     continue;
@@ -729,17 +751,7 @@ impl<'a> Pass<'a> {
                     if debug() {
                         eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
                     }
-                    let mut next = Some(ix);
-                    while let Some(n) = next {
-                        let after = dom.nodes[n].parent.and_then(|p| {
-                            let kids = &dom.nodes[p].children;
-                            kids.iter()
-                                .position(|&k| k == n)
-                                .and_then(|i| kids.get(i + 1).copied())
-                        });
-                        self.remove(n);
-                        next = after;
-                    }
+                    self.remove_from(ix);
                     continue;
                 }
                 if matches!(tag, "p" | "div" | "small")
@@ -803,6 +815,20 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Removes `ix` and its following siblings.
+    fn remove_from(&mut self, ix: Ix) {
+        let dom = self.dom;
+        let Some(p) = dom.nodes[ix].parent else {
+            return;
+        };
+        let kids = &dom.nodes[p].children;
+        if let Some(i) = kids.iter().position(|&k| k == ix) {
+            for &k in &kids[i..] {
+                self.remove(k);
+            }
+        }
+    }
+
     /// Whether heading `ix` repeats the page title.
     fn repeats_title(&self, ix: Ix) -> bool {
         if self.title.is_empty() {
@@ -834,7 +860,15 @@ impl<'a> Pass<'a> {
             return false;
         }
         let weight = class_weight(dom, ix);
-        if weight < 0.0 {
+        // Readability: a negative class weight condemns a block unless its paragraphs outweigh it.
+        // (Here only when they carry half the best candidate's score: the article itself.)
+        let own = self
+            .scores
+            .get(ix)
+            .copied()
+            .filter(|s| !s.is_nan())
+            .unwrap_or(0.0);
+        if weight < 0.0 && (weight + own < 0.0 || own < self.top_score * 0.5) {
             return true;
         }
         // The block holding most of the article's paragraphs stays; its boilerplate parts
@@ -963,9 +997,15 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
     for strict in [true, false] {
         let mut pass = Pass::new(dom, strict, title);
-        let Some((roots, _)) = pass.choose(body) else {
+        let Some((roots, scores)) = pass.choose(body) else {
             continue;
         };
+        pass.top_score = scores
+            .iter()
+            .copied()
+            .filter(|s| !s.is_nan())
+            .fold(0.0, f64::max);
+        pass.scores = scores;
         pass.clean(&roots);
         let len = pass.text_len(&roots);
         if debug() {
