@@ -95,6 +95,8 @@ struct Regexes {
     end_marker: Regex,
     /// Short paragraphs that are site boilerplate (copyright lines).
     legal: Regex,
+    /// Short lines that are a byline or a dateline.
+    byline_text: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -119,6 +121,9 @@ fn regexes() -> &'static Regexes {
             caption: re(r"caption|credit"),
             end_marker: re(
                 r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|recommended( for you)?|most (popular|read|viewed)|popular (posts|articles|stories)|latest (news|stories|posts)|other (stories|articles)|leave a (reply|comment)|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
+            ),
+            byline_text: re(
+                r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
             ),
             legal: re(
                 r"^\W*(copyright\b|©|\(c\) \d{4}|all rights reserved|this (document|material|article) (is subject to copyright|may not be (published|reproduced)))",
@@ -752,6 +757,28 @@ impl<'a> Pass<'a> {
                         eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
                     }
                     self.remove_from(ix);
+                    continue;
+                }
+                // A paragraph that is only a link: a teaser or a call to action.
+                if matches!(tag, "p" | "div")
+                    && !off("linkpara")
+                    && st.len >= 25
+                    && st.len < 200
+                    && st.link * 10 >= st.len * 9
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && (tag == "p" || !self.has_block_child(ix))
+                {
+                    self.remove(ix);
+                    continue;
+                }
+                if matches!(tag, "p" | "div" | "span" | "small" | "em" | "i")
+                    && st.len < 80
+                    && !off("bylinetext")
+                    && (tag == "p" || !self.has_block_child(ix))
+                    && r.byline_text
+                        .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
                     continue;
                 }
                 if matches!(tag, "p" | "div" | "small")
