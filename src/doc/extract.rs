@@ -327,6 +327,7 @@ impl<'a> Pass<'a> {
                 if ci.len() > 1
                     && r.unlikely.is_match(&ci)
                     && !r.maybe.is_match(&ci)
+                    && !holds_embed(dom, ix)
                     && !dom
                         .ancestors(ix)
                         .any(|a| matches!(dom.tag(a), "table" | "code" | "pre"))
@@ -802,6 +803,7 @@ impl<'a> Pass<'a> {
                 }
                 if st.len < 300
                     && !off("furniture")
+                    && !holds_embed(dom, ix)
                     && st.ptext * 2 < root_ptext.max(1)
                     && (matches!(tag, "figcaption" | "address" | "time")
                         || dom.attr(ix, "rel") == Some("author")
@@ -903,7 +905,7 @@ impl<'a> Pass<'a> {
         if st.ptext >= 200 && st.ptext * 2 >= root_ptext {
             return false;
         }
-        if st.commas >= 10 {
+        if st.commas >= 10 || (st.len < 2000 && holds_embed(dom, ix)) {
             return false;
         }
         let p = st.p as f64;
@@ -985,6 +987,18 @@ impl<'a> Pass<'a> {
     fn text_len(&self, roots: &[Ix]) -> u32 {
         roots.iter().map(|&r| self.stat[r].len).sum()
     }
+}
+
+/// Whether `ix` holds an embedded post (tweet, Instagram, TikTok…): quoted content, however
+/// social its wrapper's class.
+fn holds_embed(dom: &Dom, ix: Ix) -> bool {
+    (ix..dom.nodes[ix].end).any(|d| {
+        dom.tag(d) == "blockquote"
+            && dom.attr(d, "class").is_some_and(|c| {
+                let c = c.to_ascii_lowercase();
+                c.contains("tweet") || c.contains("instagram") || c.contains("tiktok")
+            })
+    })
 }
 
 /// Lower-case word tokens of a text.
