@@ -95,6 +95,8 @@ struct Regexes {
     end_marker: Regex,
     /// Short paragraphs that are site boilerplate (copyright lines).
     legal: Regex,
+    /// A teaser label opening a paragraph of links ("SEE MORE:", "DON'T MISS").
+    teaser_label: Regex,
     /// Short lines that are a byline or a dateline.
     byline_text: Regex,
 }
@@ -120,7 +122,10 @@ fn regexes() -> &'static Regexes {
             ),
             caption: re(r"caption|credit"),
             end_marker: re(
-                r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|recommended( for you)?|most (popular|read|viewed)|popular (posts|articles|stories)|latest (news|stories|posts)|other (stories|articles)|leave a (reply|comment)|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
+                r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|recommended( for you)?|most (popular|read|viewed|shared|watched)\b.*|popular (posts|articles|stories|in)\b.*|latest (news|stories|posts|from)\b.*|other (stories|articles)|trending (in|on|stories|news)\b.*|leave a (reply|comment)|tell us what you think|have your say|похожие (статьи|записи|новости)|самые популярные.*|популярные (статьи|записи)|комментарии|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
+            ),
+            teaser_label: re(
+                r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
             ),
             byline_text: re(
                 r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
@@ -758,6 +763,19 @@ impl<'a> Pass<'a> {
                         eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
                     }
                     self.remove_from(ix);
+                    continue;
+                }
+                // "SEE MORE: <link>", "DON'T MISS" before a list of links.
+                if matches!(tag, "p" | "div" | "strong" | "b" | "h4" | "h5" | "h6")
+                    && !off("teaser")
+                    && st.len < 200
+                    && (st.link * 2 >= st.len || st.len < 30)
+                    && (tag == "p" || !self.has_block_child(ix))
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && r.teaser_label
+                        .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
                     continue;
                 }
                 // A paragraph that is only a link: a teaser or a call to action.
