@@ -720,6 +720,53 @@ impl<'a> Pass<'a> {
         roots.dedup();
     }
 
+    /// After the article's last paragraph: lists of links (related stories) and the headings
+    /// left with nothing under them.
+    fn trim_tail(&mut self, roots: &[Ix]) {
+        let dom = self.dom;
+        let (Some(&first), Some(&last)) = (roots.first(), roots.last()) else {
+            return;
+        };
+        let end = dom.nodes[last].end;
+        let Some(last_para) = (first..end)
+            .rev()
+            .find(|&i| !self.gone[i] && dom.tag(i) == "p" && self.stat[i].ptext >= 80)
+        else {
+            return;
+        };
+        let tail = dom.nodes[last_para].end;
+        for ix in tail..end {
+            if !self.gone[ix]
+                && matches!(dom.tag(ix), "ul" | "ol")
+                && self.stat[ix].link_density() > 0.5
+                // Headline-length items: teasers, not a list of short names.
+                && self.stat[ix].len >= 30 * self.stat[ix].li.max(1)
+            {
+                self.remove(ix);
+            }
+        }
+        // Headings with (almost) no text after them.
+        let mut after = 0u32;
+        for ix in (tail..end).rev() {
+            if self.gone[ix] {
+                continue;
+            }
+            match &dom.nodes[ix].kind {
+                Kind::Text(_) if !dom.ancestors(ix).any(|a| self.gone[a]) => {
+                    after += self.stat[ix].len
+                }
+                Kind::Element(e)
+                    if matches!(e.tag.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+                        && after.saturating_sub(0) < 20 + self.stat[ix].len =>
+                {
+                    after = after.saturating_sub(self.stat[ix].len);
+                    self.remove(ix);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Readability's `_prepArticle`, over the chosen roots.
     fn clean(&mut self, roots: &[Ix]) {
         let dom = self.dom;
@@ -1066,6 +1113,9 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
             .fold(0.0, f64::max);
         pass.scores = scores;
         pass.clean(&roots);
+        if !off("trail") {
+            pass.trim_tail(&roots);
+        }
         let len = pass.text_len(&roots);
         if debug() {
             for &r in &roots {
