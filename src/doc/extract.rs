@@ -97,6 +97,8 @@ struct Regexes {
     legal: Regex,
     /// A teaser label opening a paragraph of links ("SEE MORE:", "DON'T MISS").
     teaser_label: Regex,
+    /// Calls to action: newsletters, subscriptions, app downloads.
+    cta: Regex,
     /// Short lines that are a byline or a dateline.
     byline_text: Regex,
 }
@@ -126,6 +128,9 @@ fn regexes() -> &'static Regexes {
             ),
             teaser_label: re(
                 r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
+            ),
+            cta: re(
+                r"\b(sign up (for|to)|subscribe (to|now|today|for)|our (free )?(daily |weekly )?newsletter|newsletters?\b.{0,40}\b(inbox|delivered)|get (breaking )?news alerts|download (our|the) (free )?app|follow us on|click here to|get access to|join (our|the) .{0,30}(forum|community|list))",
             ),
             byline_text: re(
                 r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
@@ -821,6 +826,16 @@ impl<'a> Pass<'a> {
                     && st.ptext * 2 < root_ptext.max(1)
                     && r.teaser_label
                         .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
+                    continue;
+                }
+                if matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
+                    && !off("cta")
+                    && st.len < 250
+                    && (tag != "div" || !self.has_block_child(ix))
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && r.cta.is_match(&collapse_ws(&dom.raw_text(ix)))
                 {
                     self.remove(ix);
                     continue;
