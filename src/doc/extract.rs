@@ -301,8 +301,9 @@ fn text_stat(t: &str) -> (u32, u32) {
 
 struct Pass<'a> {
     dom: &'a Dom,
-    /// The page's title, lower-cased words: a heading repeating it is not content.
-    title: Vec<String>,
+    /// The page's titles (metadata title, `<title>`), lower-cased words: a heading repeating
+    /// one is not content.
+    titles: Vec<Vec<String>>,
     /// Candidate scores of the chosen pass (NaN: not a candidate); empty before choosing.
     scores: Vec<f64>,
     /// The best candidate's score in `scores`.
@@ -348,7 +349,13 @@ impl<'a> Pass<'a> {
         }
         let mut pass = Pass {
             dom,
-            title: title.map(words).unwrap_or_default(),
+            titles: title
+                .into_iter()
+                .map(str::to_string)
+                .chain(dom.find_tag("title").map(|t| dom.raw_text(t)))
+                .map(|t| words(&t))
+                .filter(|w| !w.is_empty())
+                .collect(),
             scores: Vec::new(),
             top_score: 0.0,
             gone,
@@ -885,14 +892,16 @@ impl<'a> Pass<'a> {
                     && !off("furniture")
                     && !holds_embed(dom, ix)
                     && st.ptext * 2 < root_ptext.max(1)
-                    && (matches!(tag, "figcaption" | "address" | "time")
-                        || dom.attr(ix, "rel") == Some("author")
-                        || dom
-                            .attr(ix, "itemprop")
-                            .is_some_and(|v| v.contains("author") || v.starts_with("date"))
+                    && ((tag == "figcaption" && !off("fcap"))
+                        || (matches!(tag, "address" | "time") && !off("ftime"))
+                        || (!off("fattr") && dom.attr(ix, "rel") == Some("author"))
+                        || (!off("fattr")
+                            && dom
+                                .attr(ix, "itemprop")
+                                .is_some_and(|v| v.contains("author") || v.starts_with("date")))
                         || (ci.len() > 1
-                            && (r.furniture.is_match(&ci)
-                                || (st.img == 0 && r.caption.is_match(&ci)))))
+                            && ((!off("fclass") && r.furniture.is_match(&ci))
+                                || (!off("fcap") && st.img == 0 && r.caption.is_match(&ci)))))
                 {
                     self.remove(ix);
                 }
@@ -940,16 +949,15 @@ impl<'a> Pass<'a> {
 
     /// Whether heading `ix` repeats the page title.
     fn repeats_title(&self, ix: Ix) -> bool {
-        if self.title.is_empty() {
-            return false;
-        }
         let h = words(&self.dom.raw_text(ix));
         if h.is_empty() {
             return false;
         }
-        let common = h.iter().filter(|w| self.title.contains(w)).count();
-        // Most of the heading's words are the title's, and it says most of the title.
-        common * 4 >= h.len() * 3 && common * 2 >= self.title.len()
+        self.titles.iter().any(|title| {
+            let common = h.iter().filter(|w| title.contains(w)).count();
+            // Most of the heading's words are the title's, and it says most of the title.
+            common * 4 >= h.len() * 3 && common * 2 >= title.len()
+        })
     }
 
     fn should_remove(&self, ix: Ix, root_ptext: u32) -> bool {
