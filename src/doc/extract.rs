@@ -1172,3 +1172,105 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
         skip: body_pass.gone,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::doc::html_to_markdown;
+
+    fn para(topic: &str, n: usize) -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "<p>Paragraph {i} about {topic}, with enough words, commas, and clauses to \
+                     read like an article written by a person, which it is, more or less.</p>"
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn furniture_and_related_items_are_left_out() {
+        let html = format!(
+            r#"<html><head><title>Big Storm Hits Coast - Daily Site</title></head><body>
+            <nav><a href="/">Home</a> <a href="/news">News</a></nav>
+            <div class="story"><h1>Big Storm Hits Coast</h1>
+              <div class="byline">By Jane Doe</div><time>Nov 19, 2019</time>
+              {}
+              <figure><img src="a.jpg"><figcaption>The storm, seen from above.</figcaption></figure>
+              {}
+              <p><strong>SEE MORE:</strong> <a href="/x">Another storm story you will love</a></p>
+              <h3>Related articles</h3>
+              <p>Teaser for a different story that is not this article at all.</p>
+            </div>
+            <footer>Copyright 2019 Daily Site</footer></body></html>"#,
+            para("the storm", 3),
+            para("the aftermath", 3)
+        );
+        let doc = html_to_markdown(&html, None);
+        let md = doc.markdown;
+        assert!(md.contains("Paragraph 2 about the aftermath"), "{md}");
+        for junk in [
+            "# Big Storm",
+            "Jane Doe",
+            "Nov 19",
+            "seen from above",
+            "SEE MORE",
+            "Related articles",
+            "Teaser for a different",
+            "Copyright",
+            "Home",
+        ] {
+            assert!(!md.contains(junk), "{junk:?} kept in:\n{md}");
+        }
+    }
+
+    #[test]
+    fn loose_text_beside_blocks_is_the_article() {
+        let menu: String = (0..30)
+            .map(|i| format!("<li><a href=\"/p{i}\">Menu entry number {i}</a></li>"))
+            .collect();
+        let text = "The municipal health service registered this morning that two of its five \
+                    cars had been broken into, without batteries and with damage, and the police \
+                    came to check. Appointments are being rescheduled, and service is expected \
+                    to be back to normal this afternoon, the secretary said.";
+        let html = format!(
+            r#"<body><div class="row"><div class="col"><ul>{menu}</ul></div>
+            <div class="col"><p class="titulo">A short news item</p><br>
+            <img src="x.jpg">{text}<br><br><div class="row"><a href="/share">Facebook</a></div>
+            </div></div></body>"#
+        );
+        let md = html_to_markdown(&html, None).markdown;
+        assert!(md.contains("two of its five cars"), "{md}");
+        assert!(!md.contains("Menu entry"), "{md}");
+    }
+
+    #[test]
+    fn article_chunks_under_separate_wrappers_are_all_kept() {
+        let html = format!(
+            r#"<body><div class="chunks">
+              <div class="grid"><div class="article__body">{}</div><div class="rail">
+                <a href="/a">Advertisement</a></div></div>
+              <div class="grid"><div class="article__body">{}</div><div class="rail">
+                <a href="/b">Advertisement</a></div></div>
+            </div><div class="more"><a href="/1">Other story</a></div></body>"#,
+            para("the first half", 3),
+            para("the second half", 12)
+        );
+        let md = html_to_markdown(&html, None).markdown;
+        assert!(md.contains("Paragraph 2 about the first half"), "{md}");
+        assert!(md.contains("Paragraph 11 about the second half"), "{md}");
+    }
+
+    #[test]
+    fn article_in_a_negatively_named_wrapper_survives() {
+        let html = format!(
+            r#"<body><div class="elementor-widget-theme-post-content">
+              <div class="elementor-widget-container">{}</div></div>
+              <div class="sidebar">{}</div></body>"#,
+            para("the real topic", 8),
+            "<p>Sidebar text.</p>"
+        );
+        let md = html_to_markdown(&html, None).markdown;
+        assert!(md.contains("Paragraph 7 about the real topic"), "{md}");
+    }
+}
