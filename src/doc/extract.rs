@@ -124,7 +124,7 @@ fn regexes() -> &'static Regexes {
             ),
             caption: re(r"caption|credit"),
             end_marker: re(
-                r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|recommended( for you)?|most (popular|read|viewed|shared|watched)\b.*|popular (posts|articles|stories|in)\b.*|latest (news|stories|posts|from)\b.*|other (stories|articles)|trending (in|on|stories|news)\b.*|leave a (reply|comment)|tell us what you think|have your say|похожие (статьи|записи|новости)|самые популярные.*|популярные (статьи|записи)|комментарии|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
+                r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|more( [\w'’]+){0,3} (stories|articles|news|posts|reads|videos)|recommended( for you)?|most (popular|read|viewed|shared|watched)\b.*|popular (posts|articles|stories|in)\b.*|latest (news|stories|posts|from)\b.*|other (stories|articles)|trending (in|on|stories|news)\b.*|leave a (reply|comment)|tell us what you think|have your say|похожие (статьи|записи|новости)|самые популярные.*|популярные (статьи|записи)|комментарии|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
             ),
             teaser_label: re(
                 r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
@@ -851,8 +851,8 @@ impl<'a> Pass<'a> {
                 if matches!(tag, "p" | "div")
                     && !off("linkpara")
                     && st.len >= 25
-                    && st.len < 200
-                    && st.link * 10 >= st.len * 9
+                    && st.len < 400
+                    && st.link * 10 >= st.len * 8
                     && st.ptext * 2 < root_ptext.max(1)
                     && (tag == "p" || !self.has_block_child(ix))
                 {
