@@ -6,7 +6,7 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
-use super::dom::{Dom, Ix, Kind};
+use super::dom::{collapse_ws, Dom, Ix, Kind};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -91,6 +91,16 @@ struct Regexes {
     furniture: Regex,
     /// Furniture that may hold images (only its text is furniture).
     caption: Regex,
+    /// Headings that announce the end of the article: related items, comments.
+    end_marker: Regex,
+    /// Short paragraphs that are site boilerplate (copyright lines).
+    legal: Regex,
+    /// A teaser label opening a paragraph of links ("SEE MORE:", "DON'T MISS").
+    teaser_label: Regex,
+    /// Calls to action: newsletters, subscriptions, app downloads.
+    cta: Regex,
+    /// Short lines that are a byline or a dateline.
+    byline_text: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -113,6 +123,21 @@ fn regexes() -> &'static Regexes {
                 r"byline|author|dateline|timestamp|pubdate|publish|posted|updated|(^|[-_ ])(date|time|meta|tags?|print|rating|follow)([-_ ]|$)|shar(e|ing)|social|addthis|addtoany|sociable|breadcrumb|related|newsletter|subscri|signup|sign-up|promo|advert|sponsor|cookie|consent|toolbar|read-?more|more-stories|recommend|outbrain|taboola|disclaimer|copyright",
             ),
             caption: re(r"caption|credit"),
+            end_marker: re(
+                r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|more( [\w'’]+){0,3} (stories|articles|news|posts|reads|videos)|recommended( for you)?|most (popular|read|viewed|shared|watched)\b.*|popular (posts|articles|stories|in)\b.*|latest (news|stories|posts|from)\b.*|other (stories|articles)|trending (in|on|stories|news)\b.*|leave a (reply|comment)|tell us what you think|have your say|похожие (статьи|записи|новости)|самые популярные.*|популярные (статьи|записи)|комментарии|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti)\W*$",
+            ),
+            teaser_label: re(
+                r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
+            ),
+            cta: re(
+                r"\b(sign up (for|to)|subscribe (to|now|today|for)|our (free )?(daily |weekly )?newsletter|newsletters?\b.{0,40}\b(inbox|delivered)|get (breaking )?news alerts|download (our|the) (free )?app|follow us on|click here to|get access to|join (our|the) .{0,30}(forum|community|list))",
+            ),
+            byline_text: re(
+                r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
+            ),
+            legal: re(
+                r"^\W*(copyright\b|©|\(c\) \d{4}|all rights reserved|this (document|material|article) (is subject to copyright|may not be (published|reproduced)))",
+            ),
         }
     })
 }
@@ -276,8 +301,13 @@ fn text_stat(t: &str) -> (u32, u32) {
 
 struct Pass<'a> {
     dom: &'a Dom,
-    /// The page's title, lower-cased words: a heading repeating it is not content.
-    title: Vec<String>,
+    /// The page's titles (metadata title, `<title>`), lower-cased words: a heading repeating
+    /// one is not content.
+    titles: Vec<Vec<String>>,
+    /// Candidate scores of the chosen pass (NaN: not a candidate); empty before choosing.
+    scores: Vec<f64>,
+    /// The best candidate's score in `scores`.
+    top_score: f64,
     gone: Vec<bool>,
     stat: Vec<Stat>,
 }
@@ -308,6 +338,7 @@ impl<'a> Pass<'a> {
                 if ci.len() > 1
                     && r.unlikely.is_match(&ci)
                     && !r.maybe.is_match(&ci)
+                    && !holds_embed(dom, ix)
                     && !dom
                         .ancestors(ix)
                         .any(|a| matches!(dom.tag(a), "table" | "code" | "pre"))
@@ -318,7 +349,15 @@ impl<'a> Pass<'a> {
         }
         let mut pass = Pass {
             dom,
-            title: title.map(words).unwrap_or_default(),
+            titles: title
+                .into_iter()
+                .map(str::to_string)
+                .chain(dom.find_tag("title").map(|t| dom.raw_text(t)))
+                .map(|t| words(&t))
+                .filter(|w| !w.is_empty())
+                .collect(),
+            scores: Vec::new(),
+            top_score: 0.0,
             gone,
             stat: vec![Stat::default(); n],
         };
@@ -552,7 +591,7 @@ impl<'a> Pass<'a> {
         if score[top].is_nan() {
             // Readability initialises the new top; a fresh score from its tag will do.
             let s = self.init_score(top);
-            return self.with_siblings(top, body, s, &score);
+            return self.with_siblings(top, first, s, &score);
         }
         // Climb while the parent scores higher (the content spans several children).
         let mut last = score[top];
@@ -596,13 +635,13 @@ impl<'a> Pass<'a> {
         } else {
             score[top]
         };
-        self.with_siblings(top, body, s, &score)
+        self.with_siblings(top, first, s, &score)
     }
 
     fn with_siblings(
         &self,
         top: Ix,
-        _body: Ix,
+        first: Ix,
         top_score: f64,
         score: &[f64],
     ) -> Option<(Vec<Ix>, Vec<f64>)> {
@@ -647,7 +686,7 @@ impl<'a> Pass<'a> {
             }
         }
         if !off("cousins") {
-            self.add_cousins(top, top_score, score, &mut roots);
+            self.add_cousins(top, first, top_score, score, &mut roots);
         }
         Some((roots, score.to_vec()))
     }
@@ -655,31 +694,33 @@ impl<'a> Pass<'a> {
     /// Article text split over several containers of the same kind (`article__body` chunks
     /// under different wrappers): siblings of the top candidate's ancestors (up to three
     /// levels) holding a well-scored block with the top's class join the selection.
-    fn add_cousins(&self, top: Ix, top_score: f64, score: &[f64], roots: &mut Vec<Ix>) {
+    fn add_cousins(&self, top: Ix, first: Ix, top_score: f64, score: &[f64], roots: &mut Vec<Ix>) {
         let dom = self.dom;
-        let Some(class) = dom.attr(top, "class").filter(|c| !c.trim().is_empty()) else {
+        let classes: Vec<&str> = [top, first]
+            .iter()
+            .filter_map(|&i| dom.attr(i, "class"))
+            .filter(|c| !c.trim().is_empty())
+            .collect();
+        if classes.is_empty() {
             return;
-        };
-        let threshold = (top_score * COUSIN_SHARE).max(10.0);
+        }
+        let threshold = (top_score.max(score[first]) * COUSIN_SHARE).max(10.0);
         let mut node = top;
         for _ in 0..3 {
             let Some(parent) = dom.nodes[node].parent else {
                 break;
             };
-            let Some(grand) = dom.nodes[parent].parent else {
-                break;
-            };
-            if matches!(dom.tag(parent), "body" | "html" | "") || dom.elem(grand).is_none() {
+            if matches!(dom.tag(parent), "body" | "html" | "") {
                 break;
             }
-            for &s in &dom.nodes[grand].children {
-                if s == parent || self.gone[s] || dom.elem(s).is_none() {
+            for &s in &dom.nodes[parent].children {
+                if s == node || self.gone[s] || dom.elem(s).is_none() {
                     continue;
                 }
                 let twin = (s..dom.nodes[s].end).any(|d| {
                     !score[d].is_nan()
                         && score[d] >= threshold
-                        && dom.attr(d, "class") == Some(class)
+                        && dom.attr(d, "class").is_some_and(|c| classes.contains(&c))
                 });
                 if twin && self.stat[s].link_density() < 0.3 {
                     roots.push(s);
@@ -691,6 +732,53 @@ impl<'a> Pass<'a> {
         roots.dedup();
     }
 
+    /// After the article's last paragraph: lists of links (related stories) and the headings
+    /// left with nothing under them.
+    fn trim_tail(&mut self, roots: &[Ix]) {
+        let dom = self.dom;
+        let (Some(&first), Some(&last)) = (roots.first(), roots.last()) else {
+            return;
+        };
+        let end = dom.nodes[last].end;
+        let Some(last_para) = (first..end)
+            .rev()
+            .find(|&i| !self.gone[i] && dom.tag(i) == "p" && self.stat[i].ptext >= 80)
+        else {
+            return;
+        };
+        let tail = dom.nodes[last_para].end;
+        for ix in tail..end {
+            if !self.gone[ix]
+                && matches!(dom.tag(ix), "ul" | "ol")
+                && self.stat[ix].link_density() > 0.5
+                // Headline-length items: teasers, not a list of short names.
+                && self.stat[ix].len >= 30 * self.stat[ix].li.max(1)
+            {
+                self.remove(ix);
+            }
+        }
+        // Headings with (almost) no text after them.
+        let mut after = 0u32;
+        for ix in (tail..end).rev() {
+            if self.gone[ix] {
+                continue;
+            }
+            match &dom.nodes[ix].kind {
+                Kind::Text(_) if !dom.ancestors(ix).any(|a| self.gone[a]) => {
+                    after += self.stat[ix].len
+                }
+                Kind::Element(e)
+                    if matches!(e.tag.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+                        && after.saturating_sub(0) < 20 + self.stat[ix].len =>
+                {
+                    after = after.saturating_sub(self.stat[ix].len);
+                    self.remove(ix);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Readability's `_prepArticle`, over the chosen roots.
     fn clean(&mut self, roots: &[Ix]) {
         let dom = self.dom;
@@ -700,16 +788,95 @@ impl<'a> Pass<'a> {
             let root_ptext = self.stat[root].ptext;
             // Share widgets and negative headers.
             for ix in root + 1..end {
-                if self.gone[ix] || dom.elem(ix).is_none() {
+                if dom.elem(ix).is_none() {
                     continue;
                 }
                 let tag = dom.tag(ix);
                 let heading = matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
+                if self.gone[ix] {
+                    // A heading the strict pass dropped ("related-title") still ends the article.
+                    if heading
+                        && !off("endmarker")
+                        && !dom
+                            .ancestors(ix)
+                            .take_while(|&a| a != root)
+                            .any(|a| self.gone[a])
+                        && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                    {
+                        self.remove_from(ix);
+                    }
+                    continue;
+                }
                 if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
                     self.remove(ix);
                     continue;
                 }
                 let st = self.stat[ix];
+                // "Related articles", "Comments": the article is over in this container.
+                if (heading || (st.len < 60 && matches!(tag, "p" | "div" | "span" | "strong")))
+                    && st.len < 100
+                    && !off("endmarker")
+                    && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    if debug() {
+                        eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
+                    }
+                    self.remove_from(ix);
+                    continue;
+                }
+                // "SEE MORE: <link>", "DON'T MISS" before a list of links.
+                if matches!(tag, "p" | "div" | "strong" | "b" | "h4" | "h5" | "h6")
+                    && !off("teaser")
+                    && st.len < 200
+                    && (st.link * 2 >= st.len || st.len < 30)
+                    && (tag == "p" || !self.has_block_child(ix))
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && r.teaser_label
+                        .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
+                    continue;
+                }
+                if matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
+                    && !off("cta")
+                    && st.len < 250
+                    && (tag != "div" || !self.has_block_child(ix))
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && r.cta.is_match(&collapse_ws(&dom.raw_text(ix)))
+                {
+                    self.remove(ix);
+                    continue;
+                }
+                // A paragraph that is only a link: a teaser or a call to action.
+                if matches!(tag, "p" | "div")
+                    && !off("linkpara")
+                    && st.len >= 25
+                    && st.len < 400
+                    && st.link * 10 >= st.len * 8
+                    && st.ptext * 2 < root_ptext.max(1)
+                    && (tag == "p" || !self.has_block_child(ix))
+                {
+                    self.remove(ix);
+                    continue;
+                }
+                if matches!(tag, "p" | "div" | "span" | "small" | "em" | "i")
+                    && st.len < 80
+                    && !off("bylinetext")
+                    && (tag == "p" || !self.has_block_child(ix))
+                    && r.byline_text
+                        .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
+                    continue;
+                }
+                if matches!(tag, "p" | "div" | "small")
+                    && st.len < 300
+                    && !off("legal")
+                    && r.legal.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                {
+                    self.remove(ix);
+                    continue;
+                }
                 // The title (kept apart in the metadata), and teaser headings that are links.
                 if heading && (self.repeats_title(ix) || (st.len > 0 && st.link * 10 >= st.len * 9))
                 {
@@ -723,15 +890,18 @@ impl<'a> Pass<'a> {
                 }
                 if st.len < 300
                     && !off("furniture")
+                    && !holds_embed(dom, ix)
                     && st.ptext * 2 < root_ptext.max(1)
-                    && (matches!(tag, "figcaption" | "address" | "time")
-                        || dom.attr(ix, "rel") == Some("author")
-                        || dom
-                            .attr(ix, "itemprop")
-                            .is_some_and(|v| v.contains("author") || v.starts_with("date"))
+                    && ((tag == "figcaption" && !off("fcap"))
+                        || (matches!(tag, "address" | "time") && !off("ftime"))
+                        || (!off("fattr") && dom.attr(ix, "rel") == Some("author"))
+                        || (!off("fattr")
+                            && dom
+                                .attr(ix, "itemprop")
+                                .is_some_and(|v| v.contains("author") || v.starts_with("date")))
                         || (ci.len() > 1
-                            && (r.furniture.is_match(&ci)
-                                || (st.img == 0 && r.caption.is_match(&ci)))))
+                            && ((!off("fclass") && r.furniture.is_match(&ci))
+                                || (!off("fcap") && st.img == 0 && r.caption.is_match(&ci)))))
                 {
                     self.remove(ix);
                 }
@@ -763,18 +933,31 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Removes `ix` and its following siblings.
+    fn remove_from(&mut self, ix: Ix) {
+        let dom = self.dom;
+        let Some(p) = dom.nodes[ix].parent else {
+            return;
+        };
+        let kids = &dom.nodes[p].children;
+        if let Some(i) = kids.iter().position(|&k| k == ix) {
+            for &k in &kids[i..] {
+                self.remove(k);
+            }
+        }
+    }
+
     /// Whether heading `ix` repeats the page title.
     fn repeats_title(&self, ix: Ix) -> bool {
-        if self.title.is_empty() {
-            return false;
-        }
         let h = words(&self.dom.raw_text(ix));
         if h.is_empty() {
             return false;
         }
-        let common = h.iter().filter(|w| self.title.contains(w)).count();
-        // Most of the heading's words are the title's, and it says most of the title.
-        common * 4 >= h.len() * 3 && common * 2 >= self.title.len()
+        self.titles.iter().any(|title| {
+            let common = h.iter().filter(|w| title.contains(w)).count();
+            // Most of the heading's words are the title's, and it says most of the title.
+            common * 4 >= h.len() * 3 && common * 2 >= title.len()
+        })
     }
 
     fn should_remove(&self, ix: Ix, root_ptext: u32) -> bool {
@@ -794,7 +977,15 @@ impl<'a> Pass<'a> {
             return false;
         }
         let weight = class_weight(dom, ix);
-        if weight < 0.0 {
+        // Readability: a negative class weight condemns a block unless its paragraphs outweigh it.
+        // (Here only when they carry half the best candidate's score: the article itself.)
+        let own = self
+            .scores
+            .get(ix)
+            .copied()
+            .filter(|s| !s.is_nan())
+            .unwrap_or(0.0);
+        if weight < 0.0 && (weight + own < 0.0 || own < self.top_score * 0.5) {
             return true;
         }
         // The block holding most of the article's paragraphs stays; its boilerplate parts
@@ -802,7 +993,7 @@ impl<'a> Pass<'a> {
         if st.ptext >= 200 && st.ptext * 2 >= root_ptext {
             return false;
         }
-        if st.commas >= 10 {
+        if st.commas >= 10 || (st.len < 2000 && holds_embed(dom, ix)) {
             return false;
         }
         let p = st.p as f64;
@@ -886,6 +1077,18 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// Whether `ix` holds an embedded post (tweet, Instagram, TikTok…): quoted content, however
+/// social its wrapper's class.
+fn holds_embed(dom: &Dom, ix: Ix) -> bool {
+    (ix..dom.nodes[ix].end).any(|d| {
+        dom.tag(d) == "blockquote"
+            && dom.attr(d, "class").is_some_and(|c| {
+                let c = c.to_ascii_lowercase();
+                c.contains("tweet") || c.contains("instagram") || c.contains("tiktok")
+            })
+    })
+}
+
 /// Lower-case word tokens of a text.
 fn words(s: &str) -> Vec<String> {
     super::score::tokenize(s)
@@ -923,10 +1126,19 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
     for strict in [true, false] {
         let mut pass = Pass::new(dom, strict, title);
-        let Some((roots, _)) = pass.choose(body) else {
+        let Some((roots, scores)) = pass.choose(body) else {
             continue;
         };
+        pass.top_score = scores
+            .iter()
+            .copied()
+            .filter(|s| !s.is_nan())
+            .fold(0.0, f64::max);
+        pass.scores = scores;
         pass.clean(&roots);
+        if !off("trail") {
+            pass.trim_tail(&roots);
+        }
         let len = pass.text_len(&roots);
         if debug() {
             for &r in &roots {
@@ -958,5 +1170,107 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     Selection {
         roots: vec![body],
         skip: body_pass.gone,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::doc::html_to_markdown;
+
+    fn para(topic: &str, n: usize) -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "<p>Paragraph {i} about {topic}, with enough words, commas, and clauses to \
+                     read like an article written by a person, which it is, more or less.</p>"
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn furniture_and_related_items_are_left_out() {
+        let html = format!(
+            r#"<html><head><title>Big Storm Hits Coast - Daily Site</title></head><body>
+            <nav><a href="/">Home</a> <a href="/news">News</a></nav>
+            <div class="story"><h1>Big Storm Hits Coast</h1>
+              <div class="byline">By Jane Doe</div><time>Nov 19, 2019</time>
+              {}
+              <figure><img src="a.jpg"><figcaption>The storm, seen from above.</figcaption></figure>
+              {}
+              <p><strong>SEE MORE:</strong> <a href="/x">Another storm story you will love</a></p>
+              <h3>Related articles</h3>
+              <p>Teaser for a different story that is not this article at all.</p>
+            </div>
+            <footer>Copyright 2019 Daily Site</footer></body></html>"#,
+            para("the storm", 3),
+            para("the aftermath", 3)
+        );
+        let doc = html_to_markdown(&html, None);
+        let md = doc.markdown;
+        assert!(md.contains("Paragraph 2 about the aftermath"), "{md}");
+        for junk in [
+            "# Big Storm",
+            "Jane Doe",
+            "Nov 19",
+            "seen from above",
+            "SEE MORE",
+            "Related articles",
+            "Teaser for a different",
+            "Copyright",
+            "Home",
+        ] {
+            assert!(!md.contains(junk), "{junk:?} kept in:\n{md}");
+        }
+    }
+
+    #[test]
+    fn loose_text_beside_blocks_is_the_article() {
+        let menu: String = (0..30)
+            .map(|i| format!("<li><a href=\"/p{i}\">Menu entry number {i}</a></li>"))
+            .collect();
+        let text = "The municipal health service registered this morning that two of its five \
+                    cars had been broken into, without batteries and with damage, and the police \
+                    came to check. Appointments are being rescheduled, and service is expected \
+                    to be back to normal this afternoon, the secretary said.";
+        let html = format!(
+            r#"<body><div class="row"><div class="col"><ul>{menu}</ul></div>
+            <div class="col"><p class="titulo">A short news item</p><br>
+            <img src="x.jpg">{text}<br><br><div class="row"><a href="/share">Facebook</a></div>
+            </div></div></body>"#
+        );
+        let md = html_to_markdown(&html, None).markdown;
+        assert!(md.contains("two of its five cars"), "{md}");
+        assert!(!md.contains("Menu entry"), "{md}");
+    }
+
+    #[test]
+    fn article_chunks_under_separate_wrappers_are_all_kept() {
+        let html = format!(
+            r#"<body><div class="chunks">
+              <div class="grid"><div class="article__body">{}</div><div class="rail">
+                <a href="/a">Advertisement</a></div></div>
+              <div class="grid"><div class="article__body">{}</div><div class="rail">
+                <a href="/b">Advertisement</a></div></div>
+            </div><div class="more"><a href="/1">Other story</a></div></body>"#,
+            para("the first half", 3),
+            para("the second half", 12)
+        );
+        let md = html_to_markdown(&html, None).markdown;
+        assert!(md.contains("Paragraph 2 about the first half"), "{md}");
+        assert!(md.contains("Paragraph 11 about the second half"), "{md}");
+    }
+
+    #[test]
+    fn article_in_a_negatively_named_wrapper_survives() {
+        let html = format!(
+            r#"<body><div class="elementor-widget-theme-post-content">
+              <div class="elementor-widget-container">{}</div></div>
+              <div class="sidebar">{}</div></body>"#,
+            para("the real topic", 8),
+            "<p>Sidebar text.</p>"
+        );
+        let md = html_to_markdown(&html, None).markdown;
+        assert!(md.contains("Paragraph 7 about the real topic"), "{md}");
     }
 }
