@@ -626,3 +626,30 @@ async fn a_crowd_of_hostile_requests_leaves_the_server_responsive() {
         "two rounds of 2 s budgets: {took:?}"
     );
 }
+
+/// `skip_if_param` (url_guard, fetch) must name an input of the route: a typo is a startup
+/// error, not a stage that never skips.
+#[test]
+fn skip_if_param_naming_no_input_is_a_startup_error() {
+    let (routes, pipeline) = free_config(server_support::NO_FACILITATOR);
+    for (stage, bad) in [
+        (
+            "url_guard",
+            pipeline.replace("skip_if_param: html }", "skip_if_param: htm }"),
+        ),
+        (
+            "fetch",
+            pipeline.replace("      skip_if_param: html", "      skip_if_param: htm"),
+        ),
+    ] {
+        assert_ne!(bad, pipeline, "{stage}: the pipeline text changed");
+        let dir = server_support::write_config(&routes, &[("extract", &bad)]);
+        let cfg = server_support::load(&dir).expect("the YAML itself loads");
+        let err = match server_support::build(cfg) {
+            Ok(_) => panic!("{stage}: a bad skip_if_param was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("htm"), "{stage}: {err}");
+        assert!(err.contains(stage), "{stage}: {err}");
+    }
+}
