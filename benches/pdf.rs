@@ -10,6 +10,7 @@
 //! pages read row by row fall well below), and the median time of each over a few runs with
 //! their ratio. A `.pdf` without `.txt` (a real-world file) is compared with pdftotext's text as
 //! the reference instead. All pages and all characters are read here (no service caps).
+//! `PDF_BENCH_RUNS` sets the runs per file (default 5); `PDF_BENCH_DUMP=<dir>` writes our text.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -195,6 +196,10 @@ fn main() {
             }
         };
         let (our_text, t_ours) = timed(runs, || ours(&bytes));
+        if let (Ok(dir), Ok(text)) = (std::env::var("PDF_BENCH_DUMP"), &our_text) {
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::write(Path::new(&dir).join(format!("{name}.txt")), text);
+        }
         let (p2t_text, t_p2t) = timed(runs, || pdftotext(&path));
         let known = std::fs::read_to_string(path.with_extension("txt")).ok();
         let (reference, kind) = match (&known, &p2t_text) {

@@ -172,16 +172,27 @@ fn median_size(spans: &[Span]) -> f32 {
     v[mid]
 }
 
-/// Gutter widths, in device units: a strip at least `wide` separates columns wherever it
-/// is; a `narrow` one only when at least `NARROW_LINES` lines share it (so that a few word
-/// gaps that happen to line up do not make columns).
+/// Gutter widths, in device units: a strip at least `wide` separates columns when at least
+/// `WIDE_LINES` lines share it, a `narrow` one when at least `NARROW_LINES` do (so that word
+/// gaps of justified lines that happen to line up do not make columns).
 #[derive(Clone, Copy)]
 struct Gutter {
     narrow: f32,
     wide: f32,
 }
 
-const NARROW_LINES: usize = 3;
+const NARROW_LINES: usize = 5;
+const WIDE_LINES: usize = 3;
+
+fn min_gutter(g: Gutter, lines: usize) -> Option<f32> {
+    if lines >= NARROW_LINES {
+        Some(g.narrow)
+    } else if lines >= WIDE_LINES {
+        Some(g.wide)
+    } else {
+        None
+    }
+}
 
 /// Orders a page's spans and renders them as text (lines joined by '\n').
 pub fn render(spans: Vec<Span>) -> String {
@@ -240,18 +251,15 @@ fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
     let hi = spans.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
     let bands = bands_of(spans);
     // 1. A gutter across the whole region: columns, left then right.
-    let min_w = if bands.len() >= NARROW_LINES {
-        g.narrow
-    } else {
-        g.wide
-    };
-    if let Some((g0, g1)) = widest(&uncovered(spans, lo, hi, min_w)) {
-        let cut = (g0 + g1) / 2.0;
-        let (left, right): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.x1 <= cut);
-        if !left.is_empty() && !right.is_empty() {
-            order(&left, g, depth + 1, out);
-            order(&right, g, depth + 1, out);
-            return;
+    if let Some(min_w) = min_gutter(g, bands.len()) {
+        if let Some((g0, g1)) = widest(&uncovered(spans, lo, hi, min_w)) {
+            let cut = (g0 + g1) / 2.0;
+            let (left, right): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.x1 <= cut);
+            if !left.is_empty() && !right.is_empty() {
+                order(&left, g, depth + 1, out);
+                order(&right, g, depth + 1, out);
+                return;
+            }
         }
     }
     // 2. Line bands, top to bottom.
@@ -277,13 +285,9 @@ fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
         let group: Vec<&Span> = bands[i..j].iter().flatten().copied().collect();
         let glo = group.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
         let ghi = group.iter().map(|s| s.x1).fold(f32::NEG_INFINITY, f32::max);
-        let need = if j - i >= NARROW_LINES {
-            g.narrow
-        } else {
-            g.wide
-        };
-        if j - i >= 2 && group.len() < spans.len() && !uncovered(&group, glo, ghi, need).is_empty()
-        {
+        let columns =
+            min_gutter(g, j - i).is_some_and(|need| !uncovered(&group, glo, ghi, need).is_empty());
+        if columns && group.len() < spans.len() {
             order(&group, g, depth + 1, out);
         } else {
             for band in &bands[i..j] {
@@ -404,7 +408,7 @@ mod tests {
     #[test]
     fn a_narrow_gutter_shared_by_several_lines_still_makes_columns() {
         let mut b = SpanBuilder::default();
-        for i in 0..4 {
+        for i in 0..6 {
             let y = 700.0 - 12.0 * i as f32;
             // Left line ends at x=100, right line starts 6 units (0.6 em) later, same text object.
             let x = word(&mut b, 50.0, y, &format!("left{i} aaaa"));
@@ -414,17 +418,23 @@ mod tests {
         let first: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
         assert_eq!(
             first,
-            ["left0", "left1", "left2", "left3", "right0", "right1", "right2", "right3"],
+            [
+                "left0", "left1", "left2", "left3", "left4", "left5", "right0", "right1", "right2",
+                "right3", "right4", "right5"
+            ],
             "{text}"
         );
-        // Two lines with an aligned narrow gap are just two lines.
+        // A few lines with an aligned narrow gap (justified text) are just lines.
         let mut b = SpanBuilder::default();
-        for i in 0..2 {
+        for i in 0..4 {
             let y = 700.0 - 12.0 * i as f32;
             let x = word(&mut b, 50.0, y, &format!("one{i} aaaa"));
             word(&mut b, x + 6.0, y, &format!("two{i} bbb"));
         }
-        assert_eq!(render(b.finish()), "one0 aaaa two0 bbb\none1 aaaa two1 bbb");
+        assert_eq!(
+            render(b.finish()),
+            "one0 aaaa two0 bbb\none1 aaaa two1 bbb\none2 aaaa two2 bbb\none3 aaaa two3 bbb"
+        );
     }
 
     #[test]
