@@ -2,6 +2,7 @@
 //!
 //! Dependencies point down: server → pipeline → stages → (x402, net, doc) → config types.
 
+pub mod browser;
 pub mod config;
 pub mod doc;
 pub mod net;

@@ -6,6 +6,7 @@ pub mod fetch;
 pub mod http_record;
 pub mod markdown;
 pub mod payment_gate;
+pub mod screenshot;
 pub mod settle;
 pub mod static_reply;
 pub mod url_guard;
@@ -22,4 +23,5 @@ pub static REGISTRY: &[StageFactory] = &[
     static_reply::FACTORY,
     bill::FACTORY,
     settle::FACTORY,
+    screenshot::FACTORY,
 ];
