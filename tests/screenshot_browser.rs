@@ -411,3 +411,67 @@ async fn without_chromium_the_service_starts_and_the_route_answers_503() {
     assert_eq!(pages.hits(), 0);
     server.shutdown().await;
 }
+
+/// One session, warmed at start, recycled after two renders, no queue: a second concurrent
+/// caller is told the renderer is busy (503, with Retry-After).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_warms_recycles_and_bounds_its_queue() {
+    let canary = upstream::canary("127.0.0.2").await;
+    let pages = pages::start(canary.addr).await;
+    let yaml = format!(
+        "{}guard:\n  allow_cidrs: [\"127.0.0.1/32\"]\nroutes:\n  - path: /api/shot\n    methods: [GET]\n    summary: shot\n    pipeline: shot\n    caps:\n      screenshot: {{ pool_size: 1, queue: 0, max_uses: 2, warm: 1 }}\n{INPUT}",
+        server_support::service_yaml(server_support::NO_FACILITATOR, 30, 10, &[])
+    );
+    let dir = server_support::write_config(&yaml, &[("shot", PIPELINE)]);
+    let config = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let app = server_support::build(config).unwrap_or_else(|e| panic!("{e}"));
+    let browsers = app.services.get::<Browsers>().expect("browser service");
+    let server = server_support::start_app(app).await;
+    let pool = browsers.pools().pop().expect("one pool");
+
+    // warm: 1 starts a session with the server, before any call.
+    for _ in 0..300 {
+        if pool.idle_sessions() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pool.idle_sessions(), 1, "a warm session is waiting");
+    assert_eq!(pool.sessions_started(), 1);
+
+    let e = |path: &str| server.url(&format!("/api/shot?url={}", enc(&pages.url(path))));
+    let get = |url: String| async move {
+        let resp = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap()
+            .get(url)
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        let retry = resp.headers().get("retry-after").is_some();
+        (status, retry, server_support::json_of(resp).await)
+    };
+
+    // Two at once with one session and no queue: one renders, the other is turned away.
+    let (a, b) = tokio::join!(get(e("/delay?ms=1500")), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        get(e("/plain")).await
+    });
+    assert_eq!(a.0, 200, "{}", a.2);
+    assert_eq!((b.0, b.1), (503, true), "{}", b.2);
+    assert_eq!(b.2["error"], "renderer_busy");
+
+    // Second use of the warm session, then it is recycled: the third render starts a new one.
+    let (s, _, body) = get(e("/plain")).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(pool.sessions_started(), 1);
+    assert_eq!(pool.sessions_closed(), 1, "recycled after max_uses");
+    let (s, _, body) = get(e("/plain")).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(pool.sessions_started(), 2);
+    server.shutdown().await;
+    assert!(paycall::browser::pool::processes_naming(pool.profile_root()).is_empty());
+}

@@ -186,6 +186,12 @@ async fn route(
 </script>"#,
             ),
         ),
+        // Loads after `ms` milliseconds (bounded at 10 s).
+        "/delay" => {
+            let ms = q.get("ms").and_then(|v| v.parse::<u64>().ok()).unwrap_or(500).min(10_000);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            html(200, page("Delayed", "on time"))
+        }
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(30)).await;
             html(200, page("Slow", "late"))
