@@ -137,6 +137,9 @@ async fn main() {
         let shot = paycall::browser::render::render(lease.session(), &req, &limits).await;
         cold.push(t.elapsed().as_secs_f64() * 1000.0);
         shot.expect("render");
+        paycall::browser::render::tidy(lease.session())
+            .await
+            .expect("tidy");
         lease.release(true).await;
         b.shutdown().await;
     }
@@ -148,6 +151,9 @@ async fn main() {
         paycall::browser::render::render(lease.session(), &req, &limits)
             .await
             .expect("first render");
+        paycall::browser::render::tidy(lease.session())
+            .await
+            .expect("tidy");
         lease.release(true).await;
     }
     let mut warm = Vec::new();
@@ -157,8 +163,12 @@ async fn main() {
         let t = Instant::now();
         let mut lease = pool.acquire().await.expect("session");
         let shot = paycall::browser::render::render(lease.session(), &req, &limits).await;
-        lease.release(true).await;
         warm.push(t.elapsed().as_secs_f64() * 1000.0);
+        // As in the stage: the clean-up is after the reply, outside the caller's time.
+        paycall::browser::render::tidy(lease.session())
+            .await
+            .expect("tidy");
+        lease.release(true).await;
         bytes = shot.expect("render").bytes;
     }
     b.shutdown().await;

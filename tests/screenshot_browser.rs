@@ -412,14 +412,14 @@ async fn without_chromium_the_service_starts_and_the_route_answers_503() {
     server.shutdown().await;
 }
 
-/// One session, warmed at start, recycled after two renders, no queue: a second concurrent
-/// caller is told the renderer is busy (503, with Retry-After).
+/// One session, warmed at start, recycled after two renders, a queue of one: a third
+/// concurrent caller is told the renderer is busy (503, with Retry-After).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_warms_recycles_and_bounds_its_queue() {
     let canary = upstream::canary("127.0.0.2").await;
     let pages = pages::start(canary.addr).await;
     let yaml = format!(
-        "{}guard:\n  allow_cidrs: [\"127.0.0.1/32\"]\nroutes:\n  - path: /api/shot\n    methods: [GET]\n    summary: shot\n    pipeline: shot\n    caps:\n      screenshot: {{ pool_size: 1, queue: 0, max_uses: 2, warm: 1 }}\n{INPUT}",
+        "{}guard:\n  allow_cidrs: [\"127.0.0.1/32\"]\nroutes:\n  - path: /api/shot\n    methods: [GET]\n    summary: shot\n    pipeline: shot\n    caps:\n      screenshot: {{ pool_size: 1, queue: 1, max_uses: 2, warm: 1 }}\n{INPUT}",
         server_support::service_yaml(server_support::NO_FACILITATOR, 30, 10, &[])
     );
     let dir = server_support::write_config(&yaml, &[("shot", PIPELINE)]);
@@ -455,20 +455,34 @@ async fn pool_warms_recycles_and_bounds_its_queue() {
         (status, retry, server_support::json_of(resp).await)
     };
 
-    // Two at once with one session and no queue: one renders, the other is turned away.
-    let (a, b) = tokio::join!(get(e("/delay?ms=1500")), async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        get(e("/plain")).await
-    });
+    // Three at once with one session and a queue of one: the first renders, the second waits
+    // its turn, the third is turned away.
+    let (a, b, c) = tokio::join!(
+        get(e("/delay?ms=1500")),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            get(e("/plain")).await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            get(e("/plain")).await
+        }
+    );
     assert_eq!(a.0, 200, "{}", a.2);
-    assert_eq!((b.0, b.1), (503, true), "{}", b.2);
-    assert_eq!(b.2["error"], "renderer_busy");
+    assert_eq!(b.0, 200, "the queued caller got the session next: {}", b.2);
+    assert_eq!((c.0, c.1), (503, true), "{}", c.2);
+    assert_eq!(c.2["error"], "renderer_busy");
 
-    // Second use of the warm session, then it is recycled: the third render starts a new one.
-    let (s, _, body) = get(e("/plain")).await;
-    assert_eq!(s, 200, "{body}");
-    assert_eq!(pool.sessions_started(), 1);
+    // Two uses of the warm session, then it is recycled (just after the reply): the next
+    // render starts a new one.
+    for _ in 0..100 {
+        if pool.sessions_closed() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_eq!(pool.sessions_closed(), 1, "recycled after max_uses");
+    assert_eq!(pool.sessions_started(), 1);
     let (s, _, body) = get(e("/plain")).await;
     assert_eq!(s, 200, "{body}");
     assert_eq!(pool.sessions_started(), 2);

@@ -129,7 +129,11 @@ impl Pool {
         tokio::spawn(async move {
             for _ in 0..pool.config.warm.min(pool.config.size.max(1)) {
                 match pool.start_session().await {
-                    Ok(s) => pool.put_back(s).await,
+                    Ok(mut s) => {
+                        // Its first caller's context, opened ahead like after every render.
+                        let _ = super::render::tidy(&mut s).await;
+                        pool.put_back(s).await
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "browser warm-up failed; sessions start on demand");
                         return;
@@ -281,6 +285,10 @@ pub struct Session {
     pub proxy_server: String,
     /// The browser-level DevTools connection (contexts and tabs).
     pub browser: super::cdp::BrowserCdp,
+    /// A context opened ahead for the next render, never used yet.
+    pub fresh: Option<super::render::FreshContext>,
+    /// The context the last render used, until `tidy` disposes it.
+    pub used: Option<String>,
     pub uses: u32,
     procs: Procs,
 }
@@ -382,6 +390,8 @@ impl Session {
             proxy_token: proxy.token().to_string(),
             proxy_server: format!("http://{}", proxy.addr()),
             browser,
+            fresh: None,
+            used: None,
             uses: 0,
             procs,
         })

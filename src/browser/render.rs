@@ -10,7 +10,8 @@
 //!    deadline), then a short bounded network idle and the caller's delay, in the page;
 //! 4. `Page.captureScreenshot` (clipped to the page height, at most `full_page_max_px`, for
 //!    fullPage); a PNG over the byte cap is captured again as JPEG, and still over → 413;
-//! 5. back to the session's home window; the context is disposed with everything in it.
+//! 5. after the reply ([`tidy`]): back to the session's home window, the context disposed with
+//!    everything in it, and the next caller's fresh context opened ahead of time.
 
 use std::time::Duration;
 
@@ -204,11 +205,15 @@ tick();
 "#;
 
 /// Renders `req` on `s`. The caller decides what to do with the session from the error.
-pub async fn render(
-    s: &Session,
-    req: &ShotRequest,
-    limits: &RenderLimits,
-) -> Result<Shot, RenderError> {
+/// A browser context with one blank tab, never used by any caller yet.
+#[derive(Debug, Clone)]
+pub struct FreshContext {
+    pub context_id: String,
+    pub target_id: String,
+}
+
+/// Opens a fresh context (with the guarded proxy again, no loopback bypass) and a tab in it.
+pub async fn open_context(s: &Session) -> Result<FreshContext, RenderError> {
     let ctx = s
         .browser
         .call(
@@ -217,49 +222,15 @@ pub async fn render(
         )
         .await
         .map_err(RenderError::Browser)?;
-    let ctx_id = ctx["browserContextId"]
+    let context_id = ctx["browserContextId"]
         .as_str()
         .ok_or_else(|| RenderError::Browser("no browserContextId".into()))?
         .to_string();
-    let result = render_in_context(s, &ctx_id, req, limits).await;
-    if let Err(e) = &result {
-        if !e.session_still_good() {
-            // The session is closed after this; chromedriver may be stuck in the failed command
-            // and would not answer the clean-up anyway.
-            return result;
-        }
-    }
-    // Back home and drop the context with its tab, cookies, storage and cache.
-    let home = s.client.switch_to_window(s.home.clone()).await;
-    let disposed = s
-        .browser
-        .call(
-            "Target.disposeBrowserContext",
-            json!({ "browserContextId": ctx_id }),
-        )
-        .await
-        .map_err(RenderError::Browser);
-    match (result, home, disposed) {
-        (Ok(shot), Ok(()), Ok(_)) => Ok(shot),
-        (Ok(_), Err(e), _) => Err(RenderError::Browser(format!(
-            "could not return to the home window: {e}"
-        ))),
-        (Ok(_), _, Err(e)) => Err(e),
-        (Err(e), _, _) => Err(e),
-    }
-}
-
-async fn render_in_context(
-    s: &Session,
-    ctx_id: &str,
-    req: &ShotRequest,
-    limits: &RenderLimits,
-) -> Result<Shot, RenderError> {
     let target = s
         .browser
         .call(
             "Target.createTarget",
-            json!({ "url": "about:blank", "browserContextId": ctx_id, "width": req.width, "height": req.height }),
+            json!({ "url": "about:blank", "browserContextId": context_id }),
         )
         .await
         .map_err(RenderError::Browser)?;
@@ -267,9 +238,62 @@ async fn render_in_context(
         .as_str()
         .ok_or_else(|| RenderError::Browser("no targetId".into()))?
         .to_string();
+    Ok(FreshContext {
+        context_id,
+        target_id,
+    })
+}
+
+/// Renders `req` on `s` in a context no one used before (prepared by [`tidy`] after the
+/// previous render, or opened now). Call [`tidy`] afterwards unless the error says the session
+/// is done for.
+pub async fn render(
+    s: &mut Session,
+    req: &ShotRequest,
+    limits: &RenderLimits,
+) -> Result<Shot, RenderError> {
+    let ctx = match s.fresh.take() {
+        Some(c) => c,
+        None => open_context(s).await?,
+    };
+    s.used = Some(ctx.context_id.clone());
+    render_in_context(s, &ctx.target_id, req, limits).await
+}
+
+/// After a render, off the caller's path: back to the home window, dispose the used context
+/// (its tab, cookies, storage and cache go with it) and prepare a fresh one for the next
+/// caller. An error means the session should be closed.
+pub async fn tidy(s: &mut Session) -> Result<(), RenderError> {
+    if let Some(used) = s.used.take() {
+        s.client
+            .switch_to_window(s.home.clone())
+            .await
+            .map_err(|e| {
+                RenderError::Browser(format!("could not return to the home window: {e}"))
+            })?;
+        s.browser
+            .call(
+                "Target.disposeBrowserContext",
+                json!({ "browserContextId": used }),
+            )
+            .await
+            .map_err(RenderError::Browser)?;
+    }
+    if s.fresh.is_none() {
+        s.fresh = Some(open_context(s).await?);
+    }
+    Ok(())
+}
+
+async fn render_in_context(
+    s: &Session,
+    target_id: &str,
+    req: &ShotRequest,
+    limits: &RenderLimits,
+) -> Result<Shot, RenderError> {
     s.client
         .switch_to_window(
-            WindowHandle::try_from(target_id)
+            WindowHandle::try_from(target_id.to_string())
                 .map_err(|e| RenderError::Browser(format!("bad window handle: {e}")))?,
         )
         .await

@@ -235,7 +235,12 @@ impl Stage for Screenshot {
             Ok(_) => true,
             Err(e) => e.session_still_good(),
         };
-        lease.release(healthy).await;
+        // Disposing the used context and preparing the next one happen after the reply; the
+        // lease (and its place in the pool) is held until then.
+        tokio::spawn(async move {
+            let healthy = healthy && browser::render::tidy(lease.session()).await.is_ok();
+            lease.release(healthy).await;
+        });
         match result {
             Ok(shot) => {
                 let mut body = json!({
