@@ -489,3 +489,65 @@ async fn pool_warms_recycles_and_bounds_its_queue() {
     server.shutdown().await;
     assert!(paycall::browser::pool::processes_naming(pool.profile_root()).is_empty());
 }
+
+/// Names are resolved by the service's resolver inside the proxy, never by chromium: a page on
+/// a name that resolves to the allowed address renders, a name resolving to the canary's
+/// address is refused as the page itself (400) and as a sub-request (the canary sees nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_resolved_and_judged_by_the_guard_not_by_the_browser() {
+    use paycall::net::StaticResolver;
+    let canary = upstream::canary("127.0.0.2").await;
+    let pages = pages::start(canary.addr).await;
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    let resolver = StaticResolver::new()
+        .with("pages.test", [ip("127.0.0.1")])
+        .with("private.test", [ip("127.0.0.2")])
+        .with("rebind.test", [ip("127.0.0.1"), ip("127.0.0.2")]);
+    let dir = server_support::write_config(&routes_yaml(None), &[("shot", PIPELINE)]);
+    let config = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let services =
+        paycall::server::services::build_with_resolver(&config, std::sync::Arc::new(resolver))
+            .expect("services");
+    let app = paycall::server::build_app_with(config, services, &server_support::registry())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_support::start_app(app).await;
+    let port = pages.addr.port();
+    let cport = canary.addr.port();
+    let shot = |page: String| {
+        let url = server.url(&format!("/api/shot?url={}", enc(&page)));
+        async move { server_support::get_json(&url).await }
+    };
+
+    let (s, _, b) = shot(format!("http://pages.test:{port}/plain")).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["title"], "Plain page");
+    assert_eq!(b["finalUrl"], format!("http://pages.test:{port}/plain"));
+
+    for name in ["private.test", "rebind.test"] {
+        let (s, _, b) = shot(format!("http://{name}:{cport}/")).await;
+        assert_eq!(
+            (s, b["error"].as_str()),
+            (400, Some("blocked_target")),
+            "{name}: {b}"
+        );
+    }
+    let (s, _, b) = shot(format!(
+        "http://pages.test:{port}/redirect?to={}",
+        enc(&format!("http://private.test:{cport}/"))
+    ))
+    .await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("blocked_target")),
+        "{b}"
+    );
+    let (s, _, b) = shot(format!(
+        "http://pages.test:{port}/websocket?to={}",
+        enc(&format!("ws://rebind.test:{cport}/"))
+    ))
+    .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["title"], "WebSocket error", "{b}");
+    assert_eq!(canary.hits(), 0, "the canary saw nothing");
+    server.shutdown().await;
+}
