@@ -8,7 +8,8 @@
 //!   starts), so a server that never renders never pays for a browser.
 //! - Each render gets a fresh browser context (no cookies, storage or cache from earlier
 //!   callers) in a warm browser process; a session is recycled after `max_uses` renders or any
-//!   error. See [`render`] for one render.
+//!   error. See [`render`] for one render, [`cdp`] for the browser-level DevTools socket used
+//!   for contexts (chromedriver's page-level CDP pass-through refuses them).
 
 pub mod cdp;
 pub mod pool;
