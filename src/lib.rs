@@ -3,6 +3,7 @@
 //! Dependencies point down: server → pipeline → stages → (x402, net, doc) → config types.
 
 pub mod audit;
+pub mod browser;
 pub mod config;
 pub mod doc;
 pub mod market;

@@ -1,11 +1,12 @@
 //! Outbound networking: the guard (a pure verdict on an address), URL targets, the DNS seam and
 //! the guarded HTTP client. Everything the service sends to the outside goes through here.
 //!
-//! Still to come here (DESIGN §5): the guarded forward proxy for the headless browser.
+//! `proxy` is the guarded forward proxy the headless browser sends every request through.
 
 pub mod client;
 pub mod error;
 pub mod guard;
+pub mod proxy;
 pub mod resolve;
 pub mod target;
 

@@ -22,6 +22,10 @@ pub fn build_with_resolver(
 ) -> Result<Services, String> {
     crate::net::install_crypto_provider();
     let guard = Arc::new(Guard::new(config.guard.allow_cidrs.clone()));
+    let browsers = Arc::new(crate::browser::Browsers::new(
+        guard.clone(),
+        resolver.clone(),
+    ));
     let client = Arc::new(
         GuardedClient::new(guard.clone(), resolver, &config.guard.user_agent)
             .map_err(|e| e.to_string())?,
@@ -55,11 +59,16 @@ pub fn build_with_resolver(
             client.clone(),
             config.upstreams.clone(),
         )))
+        .with(browsers)
         .build())
 }
 
-/// Background warm-ups once the runtime runs: the facilitator's /supported (Solana feePayer).
+/// Background warm-ups once the runtime runs: the facilitator's /supported (Solana feePayer),
+/// the browser pools' `warm` sessions.
 pub fn start(services: &Services) {
+    if let Some(b) = services.get::<crate::browser::Browsers>() {
+        b.start();
+    }
     if let Some(f) = services.get::<FacilitatorClient>() {
         tokio::spawn(async move {
             match f.supported().await {
@@ -73,4 +82,8 @@ pub fn start(services: &Services) {
 }
 
 /// Stops what needs stopping (browser pools, …) when the server shuts down.
-pub async fn shutdown(_services: &Services) {}
+pub async fn shutdown(services: &Services) {
+    if let Some(b) = services.get::<crate::browser::Browsers>() {
+        b.shutdown().await;
+    }
+}

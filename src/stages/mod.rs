@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod payment_gate;
 pub mod pdf_text;
 pub mod search;
+pub mod screenshot;
 pub mod settle;
 pub mod static_file;
 pub mod static_reply;
@@ -55,4 +56,5 @@ pub static REGISTRY: &[StageFactory] = &[
     yields::FACTORY,
     x402_check::FACTORY,
     bazaar_check::FACTORY,
+    screenshot::FACTORY,
 ];
