@@ -134,6 +134,8 @@ async fn renders_local_pages_and_the_guard_holds_for_every_request_of_the_page()
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["pageStatus"], 404);
     assert_eq!(b["title"], "Not here");
+    let png = pages::decode_image(b["imageBase64"].as_str().unwrap());
+    assert_eq!(pages::png_size(&png), (1280, 800), "the default viewport");
 
     // Sub-requests of every kind to the refused canary: all refused, the page still renders.
     let refused_before = proxy.stats().refused.load(Ordering::SeqCst);

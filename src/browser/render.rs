@@ -210,7 +210,13 @@ tick();
 pub struct FreshContext {
     pub context_id: String,
     pub target_id: String,
+    /// Set when the tab is already the WebDriver window with this viewport applied (done
+    /// ahead, after the previous render, for the spec's default viewport).
+    pub prepared: Option<(u32, u32)>,
 }
+
+/// The viewport prepared ahead: the spec's defaults (4.6).
+const DEFAULT_VIEWPORT: (u32, u32) = (1280, 800);
 
 /// Opens a fresh context (with the guarded proxy again, no loopback bypass) and a tab in it.
 pub async fn open_context(s: &Session) -> Result<FreshContext, RenderError> {
@@ -241,6 +247,7 @@ pub async fn open_context(s: &Session) -> Result<FreshContext, RenderError> {
     Ok(FreshContext {
         context_id,
         target_id,
+        prepared: None,
     })
 }
 
@@ -257,7 +264,7 @@ pub async fn render(
         None => open_context(s).await?,
     };
     s.used = Some(ctx.context_id.clone());
-    render_in_context(s, &ctx.target_id, req, limits).await
+    render_in_context(s, &ctx, req, limits).await
 }
 
 /// After a render, off the caller's path: back to the home window, dispose the used context
@@ -280,30 +287,47 @@ pub async fn tidy(s: &mut Session) -> Result<(), RenderError> {
             .map_err(RenderError::Browser)?;
     }
     if s.fresh.is_none() {
-        s.fresh = Some(open_context(s).await?);
+        let mut fresh = open_context(s).await?;
+        switch_to(s, &fresh.target_id).await?;
+        set_viewport(s, DEFAULT_VIEWPORT).await?;
+        fresh.prepared = Some(DEFAULT_VIEWPORT);
+        s.fresh = Some(fresh);
     }
     Ok(())
 }
 
-async fn render_in_context(
-    s: &Session,
-    target_id: &str,
-    req: &ShotRequest,
-    limits: &RenderLimits,
-) -> Result<Shot, RenderError> {
+async fn switch_to(s: &Session, target_id: &str) -> Result<(), RenderError> {
     s.client
         .switch_to_window(
             WindowHandle::try_from(target_id.to_string())
                 .map_err(|e| RenderError::Browser(format!("bad window handle: {e}")))?,
         )
         .await
-        .map_err(|e| RenderError::Browser(format!("could not switch to the new tab: {e}")))?;
+        .map_err(|e| RenderError::Browser(format!("could not switch to the new tab: {e}")))
+}
+
+async fn set_viewport(s: &Session, (width, height): (u32, u32)) -> Result<(), RenderError> {
     cdp(
         s,
         "Emulation.setDeviceMetricsOverride",
-        json!({ "width": req.width, "height": req.height, "deviceScaleFactor": 1, "mobile": false }),
+        json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
     )
-    .await?;
+    .await
+    .map(|_| ())
+}
+
+async fn render_in_context(
+    s: &Session,
+    ctx: &FreshContext,
+    req: &ShotRequest,
+    limits: &RenderLimits,
+) -> Result<Shot, RenderError> {
+    if ctx.prepared.is_none() {
+        switch_to(s, &ctx.target_id).await?;
+    }
+    if ctx.prepared != Some((req.width, req.height)) {
+        set_viewport(s, (req.width, req.height)).await?;
+    }
 
     // Navigation under our deadline; an abandoned navigation leaves the session to be closed.
     let nav = tokio::time::timeout(
