@@ -497,9 +497,9 @@ impl<'a> Pass<'a> {
                 self.propagate(&mut score, p, base);
             }
         }
-        for ix in 0..n {
-            if !score[ix].is_nan() {
-                score[ix] *= 1.0 - self.stat[ix].link_density();
+        for (sc, st) in score.iter_mut().zip(&self.stat) {
+            if !sc.is_nan() {
+                *sc *= 1.0 - st.link_density();
             }
         }
         score
