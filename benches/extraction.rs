@@ -316,7 +316,7 @@ fn report(rows: &[(&str, Overlap)], truth: &serde_json::Map<String, Value>, wors
     let overlaps: Vec<Overlap> = rows.iter().map(|(_, o)| *o).collect();
     let s = summarize(&overlaps);
     println!(
-        "F1 {:.3}  precision {:.3}  recall {:.3}  ({} docs: {} with a prediction, {} with a truth)",
+        "F1 {:.4}  precision {:.4}  recall {:.4}  ({} docs: {} with a prediction, {} with a truth)",
         s.f1,
         s.precision,
         s.recall,

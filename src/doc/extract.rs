@@ -130,7 +130,7 @@ fn regexes() -> &'static Regexes {
                 r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
             ),
             cta: re(
-                r"\b(sign up (for|to)|subscribe (to|now|today|for)|our (free )?(daily |weekly )?newsletter|newsletters?\b.{0,40}\b(inbox|delivered)|get (breaking )?news alerts|download (our|the) (free )?app|follow us on|click here to|get access to|join (our|the) .{0,30}(forum|community|list))",
+                r"\b(sign up (for|to)|subscribe (to|now|today|for)|our (free )?(daily |weekly )?newsletter|newsletters?\b.{0,40}\b(inbox|delivered)|get (breaking )?news alerts|download (our|the) (free )?app|follow us on|click here to|get access to|have a (news )?tip\b|(may|can) be reached at|join (our|the) .{0,30}(forum|community|list))",
             ),
             byline_text: re(
                 r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
@@ -497,9 +497,9 @@ impl<'a> Pass<'a> {
                 self.propagate(&mut score, p, base);
             }
         }
-        for ix in 0..n {
-            if !score[ix].is_nan() {
-                score[ix] *= 1.0 - self.stat[ix].link_density();
+        for (sc, st) in score.iter_mut().zip(&self.stat) {
+            if !sc.is_nan() {
+                *sc *= 1.0 - st.link_density();
             }
         }
         score
