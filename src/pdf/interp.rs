@@ -202,11 +202,8 @@ impl<'d> Interp<'d> {
             let Operation { operator, operands } = op;
             let n = |i: usize| operands.get(i).map(num).unwrap_or(0.0);
             match operator.as_str() {
-                "q" => {
-                    if stack.len() < MAX_STATE_STACK {
-                        stack.push(gs.clone());
-                    }
-                }
+                // Past the bound, `q` is ignored (and the matching `Q` restores an older state).
+                "q" if stack.len() < MAX_STATE_STACK => stack.push(gs.clone()),
                 "Q" => {
                     if let Some(s) = stack.pop() {
                         gs = s;
