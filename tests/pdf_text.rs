@@ -155,6 +155,25 @@ fn ligatures_and_unicode_come_back_as_written() {
 }
 
 #[test]
+fn rotated_text_reads_as_words_after_the_upright_text() {
+    // An arXiv-style margin stamp written bottom to top, and a line upside down.
+    let content = b"BT /F1 12 Tf 72 700 Td (Upright body text) Tj ET \
+BT /F1 10 Tf 0 1 -1 0 30 200 Tm (arXiv:2401.00001 stamp in the margin) Tj ET \
+BT /F1 10 Tf -1 0 0 -1 400 100 Tm (upside down) Tj ET";
+    let got = text_of(&pages_pdf(&[content.to_vec()], false));
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "Upright body text",
+            "arXiv:2401.00001 stamp in the margin",
+            "upside down"
+        ],
+        "{got}"
+    );
+}
+
+#[test]
 fn hyphenation_is_kept_as_in_the_source() {
     let got = text_of(&fixture("corpus/hyphenation.pdf"));
     let known = std::fs::read_to_string(fixtures().join("corpus/hyphenation.txt")).unwrap();
