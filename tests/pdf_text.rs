@@ -425,7 +425,7 @@ fn hostile_files_never_panic() {
         ));
         cases.push((name, raw_pdf(&objs, "")));
     }
-    // A deflate bomb: 200 MB of zeros in one content stream (over the 64 MB stream cap).
+    // A deflate bomb: 200 MB of zeros in one content stream (over the 16 MB stream cap).
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
     let zeros = vec![b' '; 1 << 20];
     for _ in 0..200 {

@@ -13,7 +13,7 @@ use super::layout::SpanBuilder;
 /// Bounds against hostile files.
 const MAX_STATE_STACK: usize = 256;
 const MAX_FORM_DEPTH: usize = 8;
-const MAX_PAGE_CONTENT: usize = 64 << 20;
+const MAX_PAGE_CONTENT: usize = 32 << 20;
 
 type M = [f32; 6];
 const ID: M = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];

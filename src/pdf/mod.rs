@@ -35,7 +35,7 @@ impl Default for Options {
             max_pages: 50,
             max_chars: 100_000,
             budget: Duration::from_secs(10),
-            max_stream_bytes: 64 << 20,
+            max_stream_bytes: 16 << 20,
         }
     }
 }
