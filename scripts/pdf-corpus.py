@@ -356,6 +356,19 @@ def sample():
     pdf.output(os.path.join("static", "paycall-sample.pdf"))
 
 
+# 9. Encrypted with an empty user password (permissions only): opens without a password, so
+#    its text is read like any other.
+def permissions_only():
+    pdf = new_pdf("Permissions only")
+    pdf.add_page()
+    pdf.set_font("DejaVu", "", 12)
+    text = [paragraph() for _ in range(4)]
+    for para in text:
+        mc(pdf, 16, para)
+    pdf.set_encryption(owner_password="owner-secret")
+    save(pdf, "permissions-only", "\n".join(text))
+
+
 multipage()
 two_column("two-column", "DejaVu")
 two_column("two-column-serif", "Serif", pages=3, gutter=8)  # a narrow gutter: 0.8 em
@@ -367,4 +380,5 @@ core_font()
 tex_like()
 refused()
 sample()
+permissions_only()
 print("written to", OUT)

@@ -13,7 +13,7 @@ use super::layout::SpanBuilder;
 /// Bounds against hostile files.
 const MAX_STATE_STACK: usize = 256;
 const MAX_FORM_DEPTH: usize = 8;
-const MAX_PAGE_CONTENT: usize = 64 << 20;
+const MAX_PAGE_CONTENT: usize = 32 << 20;
 
 type M = [f32; 6];
 const ID: M = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
@@ -60,6 +60,8 @@ pub struct Interp<'d> {
     pub deadline: Instant,
     pub timed_out: bool,
     pub images: usize,
+    /// Glyphs written at 90°, 180° and 270°, each laid out in its own upright frame.
+    pub rotated: [SpanBuilder; 3],
     ops: u64,
 }
 
@@ -83,6 +85,7 @@ impl<'d> Interp<'d> {
             deadline,
             timed_out: false,
             images: 0,
+            rotated: Default::default(),
             ops: 0,
         }
     }
@@ -202,11 +205,8 @@ impl<'d> Interp<'d> {
             let Operation { operator, operands } = op;
             let n = |i: usize| operands.get(i).map(num).unwrap_or(0.0);
             match operator.as_str() {
-                "q" => {
-                    if stack.len() < MAX_STATE_STACK {
-                        stack.push(gs.clone());
-                    }
-                }
+                // Past the bound, `q` is ignored (and the matching `Q` restores an older state).
+                "q" if stack.len() < MAX_STATE_STACK => stack.push(gs.clone()),
                 "Q" => {
                     if let Some(s) = stack.pop() {
                         gs = s;
@@ -374,6 +374,7 @@ impl<'d> Interp<'d> {
         let Some(font) = self.fonts.get_mut(fk) else {
             return;
         };
+        let rotated = &mut self.rotated;
         let two_byte = font.two_byte;
         let (fs, th, tc, tw, rise) = (gs.size, gs.th, gs.tc, gs.tw, gs.rise);
         let ctm = gs.ctm;
@@ -383,10 +384,34 @@ impl<'d> Interp<'d> {
             let full = mul(&m, &ctm);
             let size = fs * (full[2] * full[2] + full[3] * full[3]).sqrt();
             let adv_glyph = w0 * fs * th;
-            let x0 = trm[4];
-            let y = trm[5];
-            let x1 = x0 + adv_glyph * full[0];
-            out.glyph(x0, x1, y, size, text);
+            // The direction of the baseline decides the frame: upright text goes to `out`,
+            // rotated text to its own builder, in coordinates where it reads left to right.
+            let (dx, dy) = (full[0], full[1]);
+            let k = if dx.abs() >= dy.abs() {
+                if dx >= 0.0 {
+                    0
+                } else {
+                    2
+                }
+            } else if dy > 0.0 {
+                1
+            } else {
+                3
+            };
+            let turn = |x: f32, y: f32| match k {
+                1 => (y, -x),
+                2 => (-x, -y),
+                3 => (-y, x),
+                _ => (x, y),
+            };
+            let (ox, oy) = (trm[4], trm[5]);
+            let (x0, y) = turn(ox, oy);
+            let (x1, _) = turn(ox + adv_glyph * dx, oy + adv_glyph * dy);
+            if k == 0 {
+                out.glyph(x0, x1, y, size, text);
+            } else {
+                rotated[k - 1].glyph(x0, x1, y, size, text);
+            }
             let word = if !two_byte && code == 32 { tw } else { 0.0 };
             let tx = (w0 * fs + tc + word) * th;
             m = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &m);

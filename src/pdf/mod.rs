@@ -35,7 +35,7 @@ impl Default for Options {
             max_pages: 50,
             max_chars: 100_000,
             budget: Duration::from_secs(10),
-            max_stream_bytes: 64 << 20,
+            max_stream_bytes: 16 << 20,
         }
     }
 }
@@ -148,6 +148,17 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
         it.page(id, &mut sb);
         let timed_out = it.timed_out;
         let mut text = layout::render(sb.finish());
+        // Rotated text (a margin note, a sideways table) after the upright text.
+        for rot in it.rotated.iter_mut() {
+            let spans = std::mem::take(rot).finish();
+            if !spans.is_empty() {
+                let t = layout::render(spans);
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&t);
+            }
+        }
         let n = text.chars().count();
         let left = opts.max_chars - chars;
         if n > left {

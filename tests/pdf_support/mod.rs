@@ -22,14 +22,14 @@ pub fn raw_pdf(objects: &[Vec<u8>], trailer_extra: &str) -> Vec<u8> {
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
         offsets.push(out.len());
-        write!(out, "{} 0 obj\n", i + 1).unwrap();
+        writeln!(out, "{} 0 obj", i + 1).unwrap();
         out.extend_from_slice(body);
         out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
     write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
     for off in offsets {
-        write!(out, "{off:010} 00000 n \n").unwrap();
+        writeln!(out, "{off:010} 00000 n ").unwrap();
     }
     write!(
         out,
