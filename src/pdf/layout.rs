@@ -19,6 +19,9 @@ pub struct Span {
     pub size: f32,
     pub text: String,
     pending_space: bool,
+    /// The last glyph's origin and text (an overprinted glyph, "fake bold", is dropped).
+    last_x0: f32,
+    last: String,
 }
 
 impl Span {
@@ -84,6 +87,12 @@ impl SpanBuilder {
                     }
                     return;
                 }
+                if text == s.last && (x0 - s.last_x0).abs() < 0.2 * size {
+                    return;
+                }
+                s.last_x0 = x0;
+                s.last.clear();
+                s.last.push_str(text);
                 if (s.pending_space || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
                     s.text.push(' ');
                 }
@@ -110,6 +119,8 @@ impl SpanBuilder {
             size,
             text: t,
             pending_space: false,
+            last_x0: x0,
+            last: text.to_string(),
         });
     }
 
@@ -119,7 +130,13 @@ impl SpanBuilder {
             let trimmed = s.text.trim_end().len();
             let mut s = s;
             s.text.truncate(trimmed);
-            if !s.text.is_empty() {
+            // A word drawn twice at (almost) the same place ("fake bold") is kept once.
+            let twice = self.spans.iter().rev().take(8).any(|p| {
+                p.text == s.text
+                    && (p.y - s.y).abs() < 0.2 * s.size
+                    && (p.x0 - s.x0).abs() < 0.3 * s.size
+            });
+            if !s.text.is_empty() && !twice {
                 self.spans.push(s);
             }
         }
@@ -435,6 +452,28 @@ mod tests {
             render(b.finish()),
             "one0 aaaa two0 bbb\none1 aaaa two1 bbb\none2 aaaa two2 bbb\none3 aaaa two3 bbb"
         );
+    }
+
+    #[test]
+    fn overprinted_glyphs_and_words_are_kept_once() {
+        let mut b = SpanBuilder::default();
+        // Glyph by glyph, each drawn twice half a unit apart.
+        let mut x = 50.0;
+        for c in "Bold".chars() {
+            let s = c.to_string();
+            b.glyph(x, x + 5.0, 700.0, 10.0, &s);
+            b.glyph(x + 0.5, x + 5.5, 700.0, 10.0, &s);
+            x += 5.0;
+        }
+        b.flush();
+        // A whole word drawn twice.
+        word(&mut b, 50.0, 680.0, "Heading");
+        b.flush();
+        word(&mut b, 50.4, 680.0, "Heading");
+        b.flush();
+        // Real repeated letters stay.
+        word(&mut b, 50.0, 660.0, "ballooon");
+        assert_eq!(render(b.finish()), "Bold\nHeading\nballooon");
     }
 
     #[test]
