@@ -1,7 +1,7 @@
 //! The `paycall` command: serve, check, routes, markdown.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn load_app(path: &PathBuf) -> Result<server::App, ExitCode> {
+fn load_app(path: &Path) -> Result<server::App, ExitCode> {
     let cfg = config::load(path).map_err(|e| {
         eprintln!("{e}");
         eprintln!("paycall: {} problem(s) in the configuration", e.0.len());
@@ -91,7 +91,7 @@ fn load_app(path: &PathBuf) -> Result<server::App, ExitCode> {
     })
 }
 
-fn check(path: &PathBuf, list_stages: bool) -> ExitCode {
+fn check(path: &Path, list_stages: bool) -> ExitCode {
     let app = match load_app(path) {
         Ok(a) => a,
         Err(c) => return c,
@@ -110,14 +110,14 @@ fn check(path: &PathBuf, list_stages: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn routes(path: &PathBuf) -> ExitCode {
+fn routes(path: &Path) -> ExitCode {
     let app = match load_app(path) {
         Ok(a) => a,
         Err(c) => return c,
     };
     println!(
-        "{:<22} {:<10} {:>8} {:>8}  {}",
-        "PATH", "METHODS", "USD", "ATOMIC", "PIPELINE"
+        "{:<22} {:<10} {:>8} {:>8}  PIPELINE",
+        "PATH", "METHODS", "USD", "ATOMIC"
     );
     for r in &app.routes {
         let methods: Vec<&str> = r.spec.methods.iter().map(|m| m.as_str()).collect();
@@ -137,7 +137,7 @@ fn routes(path: &PathBuf) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn serve(path: &PathBuf) -> ExitCode {
+fn serve(path: &Path) -> ExitCode {
     let app = match load_app(path) {
         Ok(a) => Arc::new(a),
         Err(c) => return c,
@@ -171,7 +171,7 @@ fn serve(path: &PathBuf) -> ExitCode {
 
 /// Reads a file or fetches a URL (through the same guard as the service, so private targets are
 /// refused unless PAYCALL_ALLOW_CIDRS allows them) and prints /api/fetch's markdown of it.
-fn markdown(path: &PathBuf, source: &str) -> ExitCode {
+fn markdown(path: &Path, source: &str) -> ExitCode {
     use paycall::doc::markdown::{html_to_markdown, passthrough};
     let (body, content_type, base): (Vec<u8>, String, Option<url::Url>) =
         if source.starts_with("http://") || source.starts_with("https://") {

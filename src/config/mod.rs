@@ -687,7 +687,7 @@ fn validate(
 
     // guard
     let mut allow_cidrs = Vec::new();
-    if let Some(v) = env(&"PAYCALL_ALLOW_CIDRS".to_string()) {
+    if let Some(v) = env("PAYCALL_ALLOW_CIDRS") {
         for part in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match parse_cidr(part) {
                 Ok(n) => allow_cidrs.push(n),

@@ -48,10 +48,10 @@ pub fn extract(dom: &Dom) -> Meta {
             "title" if title_tag.is_none() => title_tag = Some(collapse_ws(&dom.raw_text(ix))),
             "html" if html_lang.is_none() => html_lang = el.attr("lang").map(str::to_string),
             "h1" if first_h1.is_none() => first_h1 = Some(collapse_ws(&dom.raw_text(ix))),
-            "a" | "link" if rel_author.is_none() && el.attr("rel") == Some("author") => {
-                if el.tag == "a" {
-                    rel_author = Some(collapse_ws(&dom.raw_text(ix)));
-                }
+            "a" | "link"
+                if rel_author.is_none() && el.attr("rel") == Some("author") && el.tag == "a" =>
+            {
+                rel_author = Some(collapse_ws(&dom.raw_text(ix)));
             }
             "time" if time_datetime.is_none() => {
                 time_datetime = el.attr("datetime").map(str::to_string);

@@ -559,10 +559,10 @@ impl Renderer<'_> {
                 }
                 _ => {}
             }
-            if self.dom.tag(n) == "tr" {
-                if (n..self.dom.nodes[n].end).any(|d| self.dom.tag(d) == "table") {
-                    nested = true;
-                }
+            if self.dom.tag(n) == "tr"
+                && (n..self.dom.nodes[n].end).any(|d| self.dom.tag(d) == "table")
+            {
+                nested = true;
             }
         }
         let cells_of = |r: Ix| -> Vec<Ix> {

@@ -32,10 +32,8 @@ pub fn markdown_to_text(md: &str) -> String {
             Event::Text(t) | Event::Code(t) => out.push_str(&t),
             Event::SoftBreak => out.push(' '),
             Event::HardBreak => out.push('\n'),
-            Event::Start(Tag::TableCell) => {
-                if !out.is_empty() && !out.ends_with(['\n', '\t']) {
-                    out.push('\t');
-                }
+            Event::Start(Tag::TableCell) if !out.is_empty() && !out.ends_with(['\n', '\t']) => {
+                out.push('\t');
             }
             Event::End(TagEnd::TableRow) | Event::End(TagEnd::TableHead) => {
                 while out.ends_with('\t') {

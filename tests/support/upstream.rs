@@ -205,14 +205,9 @@ pub async fn canary(ip: &str) -> Canary {
     let hits = Arc::new(AtomicUsize::new(0));
     let h = hits.clone();
     tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((sock, _)) => {
-                    h.fetch_add(1, Ordering::SeqCst);
-                    drop(sock);
-                }
-                Err(_) => break,
-            }
+        while let Ok((sock, _)) = listener.accept().await {
+            h.fetch_add(1, Ordering::SeqCst);
+            drop(sock);
         }
     });
     Canary { addr, hits }
