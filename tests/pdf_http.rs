@@ -127,9 +127,16 @@ async fn pdf_upstream(generated: HashMap<&'static str, Vec<u8>>) -> PdfUpstream 
             "<!doctype html><html><body><p>Not a PDF</p></body></html>",
         )
     });
+    // The 10 MB cap at its edge: one byte over is refused from the declared length; exactly
+    // 10,000,000 bytes passes the cap and is judged as a PDF (this one has no body: corrupt).
     let declared_big = warp::path!("declared-big").map(|| {
         let mut body = b"%PDF-1.7\n".to_vec();
-        body.resize(11_000_000, b' ');
+        body.resize(10_000_001, b' ');
+        resp(200, "application/pdf", body)
+    });
+    let at_cap = warp::path!("at-cap").map(|| {
+        let mut body = b"%PDF-1.7\n".to_vec();
+        body.resize(10_000_000, b' ');
         resp(200, "application/pdf", body)
     });
     let redirect = warp::path!("redirect" / u32).map(|n: u32| {
@@ -155,6 +162,8 @@ async fn pdf_upstream(generated: HashMap<&'static str, Vec<u8>>) -> PdfUpstream 
             .or(html)
             .unify()
             .or(declared_big)
+            .unify()
+            .or(at_cap)
             .unify()
             .or(redirect)
             .unify()
@@ -211,7 +220,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
     let stack = LocalStack::start();
     let canary = upstream::canary("127.0.0.2").await;
     let up = pdf_upstream(HashMap::new()).await;
-    let streamed_big = upstream::chunked(11 * 1024 * 1024).await;
+    let streamed_big = upstream::chunked(10_000_001).await;
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let paycall = paycall_at(routes, &stack).await;
     let base = paycall.url("/api/pdf");
@@ -310,6 +319,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
         (up.url("/f/refused/not-a-pdf.pdf"), 415, "not_a_pdf"),
         (up.url("/declared-big"), 413, "upstream_too_large"),
         (streamed_big.clone(), 413, "upstream_too_large"),
+        (up.url("/at-cap"), 422, "pdf_corrupt"),
         (up.url("/f/refused/encrypted.pdf"), 422, "pdf_encrypted"),
         (up.url("/f/refused/image-only.pdf"), 422, "pdf_image_only"),
         (up.url("/f/refused/damaged.pdf"), 422, "pdf_corrupt"),
