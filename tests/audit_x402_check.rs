@@ -88,9 +88,7 @@ async fn world() -> World {
     }
 }
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
 impl World {
     async fn check(&self, target: &str) -> (u16, Value) {

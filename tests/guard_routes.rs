@@ -23,9 +23,7 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
 async fn send(url: &str, sig: &str) -> (u16, Value) {
     let resp = server_support::client()

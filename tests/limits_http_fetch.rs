@@ -36,9 +36,7 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
     server_support::start_app(app).await
 }
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
 async fn send(method: &str, url: &str, sig: &str, body: Option<String>) -> (u16, Value) {
     let c = server_support::client();

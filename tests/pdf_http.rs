@@ -16,7 +16,6 @@ mod stack;
 #[path = "support/upstream.rs"]
 mod upstream;
 
-use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,9 +31,7 @@ use warp::Filter;
 
 const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
 /// A copy of the shipped configuration (routes.yaml, pipelines/, static/) with `edit` applied
 /// to pipelines/pdf.yaml.
@@ -192,20 +189,7 @@ async fn pdf_upstream(generated: HashMap<&'static str, Vec<u8>>) -> PdfUpstream 
     }
 }
 
-async fn send_signed(url: &str, sig: &str) -> (u16, reqwest::header::HeaderMap, Value) {
-    let resp = server_support::client()
-        .get(url)
-        .header("PAYMENT-SIGNATURE", sig)
-        .timeout(Duration::from_secs(60))
-        .send()
-        .await
-        .expect("request to paycall");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let text = resp.text().await.unwrap_or_default();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, headers, body)
-}
+use server_support::send_signed;
 
 fn known_lines(name: &str) -> Vec<String> {
     std::fs::read_to_string(pdf_support::fixtures().join(format!("corpus/{name}.txt")))

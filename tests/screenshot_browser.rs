@@ -76,9 +76,7 @@ async fn env() -> Env {
     }
 }
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
 impl Env {
     async fn shot(&self, route: &str, page: &str, extra: &str) -> (u16, Value) {

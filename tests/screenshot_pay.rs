@@ -14,7 +14,6 @@ mod stack;
 #[path = "support/upstream.rs"]
 mod upstream;
 
-use serde_json::Value;
 use std::path::Path;
 
 use paycall::config;
@@ -40,27 +39,9 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
     server_support::start_app(app).await
 }
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
-async fn send_signed(url: &str, sig: &str) -> (u16, reqwest::header::HeaderMap, Value) {
-    let resp = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(std::time::Duration::from_secs(60))
-        .build()
-        .unwrap()
-        .get(url)
-        .header("PAYMENT-SIGNATURE", sig)
-        .send()
-        .await
-        .expect("request to paycall");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let text = resp.text().await.unwrap_or_default();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, headers, body)
-}
+use server_support::send_signed;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshots_are_paid_for_real_and_failures_never_settle() {

@@ -57,23 +57,9 @@ async fn paycall_for(
     server_support::start_app(app).await
 }
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
-async fn send_signed(url: &str, sig: &str) -> (u16, reqwest::header::HeaderMap, Value) {
-    let resp = server_support::client()
-        .get(url)
-        .header("PAYMENT-SIGNATURE", sig)
-        .send()
-        .await
-        .expect("request to paycall");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let text = resp.text().await.unwrap_or_default();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, headers, body)
-}
+use server_support::send_signed;
 
 fn decode_b64_json(v: &str) -> Value {
     use base64::Engine;

@@ -19,9 +19,7 @@ use paycall::config::{self, Config};
 use search_support::{MockProvider, BRAVE_KEY, SERPER_KEY};
 use server_support::TestServer;
 
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+use server_support::enc;
 
 /// The shipped config, upstreams pointed at the mock, 127.0.0.1 allowed, the search route's
 /// caps replaced by `caps`.

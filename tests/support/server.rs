@@ -367,6 +367,29 @@ pub async fn serve_yaml(routes_yaml: &str, pipelines: &[(&str, &str)]) -> (Confi
 }
 
 /// A client for loopback servers: no proxy from the environment, 20 s deadline.
+/// A value percent-encoded for a query string.
+pub fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// GET `url` carrying a `PAYMENT-SIGNATURE`: the status, the headers and the body as JSON (a
+/// body that is not JSON comes back as a JSON string). 60 s: a paid call may wait on a real
+/// settlement, a browser or a slow upstream.
+pub async fn send_signed(url: &str, sig: &str) -> (u16, reqwest::header::HeaderMap, Value) {
+    let resp = client()
+        .get(url)
+        .header("PAYMENT-SIGNATURE", sig)
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("request to paycall");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, headers, body)
+}
+
 pub fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
