@@ -12,6 +12,8 @@ mod extract_support;
 mod server_support;
 #[path = "support/stack.rs"]
 mod stack;
+#[path = "support/upstream.rs"]
+mod upstream;
 
 use extract_support::{enc, pages};
 use serde_json::{json, Value};

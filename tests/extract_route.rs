@@ -8,6 +8,8 @@
 mod extract_support;
 #[path = "support/server.rs"]
 mod server_support;
+#[path = "support/upstream.rs"]
+mod upstream;
 
 use extract_support::{enc, free_config, nested, pages, repo, PagesServer};
 use serde_json::{json, Value};

@@ -162,53 +162,18 @@ pub async fn pages() -> PagesServer {
     }
 }
 
-pub fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
+pub use super::server_support::enc;
 
-/// A raw HTTP/1.1 server streaming an HTML page of `n` bytes in chunks, without Content-Length,
-/// so the 200,000-byte cap can only be applied while streaming (the page is cut, not refused).
+/// An HTML page of `n` bytes streamed in chunks, without Content-Length, so the 200,000-byte cap
+/// can only be applied while streaming (the page is cut, not refused).
 pub async fn streamed_html(n: usize) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind streamed");
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let mut seen = Vec::new();
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(k) => seen.extend_from_slice(&buf[..k]),
-                    }
-                    if seen.len() > 65536 {
-                        return;
-                    }
-                }
-                let mut page =
-                    b"<html><head><title>Streamed</title></head><body><h1>Top</h1>".to_vec();
-                while page.len() < n {
-                    page.extend_from_slice(b"<p>filler paragraph text</p>\n");
-                }
-                page.truncate(n);
-                let _ = sock
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
-                    .await;
-                for chunk in page.chunks(8192) {
-                    let head = format!("{:x}\r\n", chunk.len());
-                    if sock.write_all(head.as_bytes()).await.is_err()
-                        || sock.write_all(chunk).await.is_err()
-                        || sock.write_all(b"\r\n").await.is_err()
-                    {
-                        return;
-                    }
-                }
-                let _ = sock.write_all(b"0\r\n\r\n").await;
-            });
-        }
-    });
-    format!("http://{addr}/page")
+    let mut page = b"<html><head><title>Streamed</title></head><body><h1>Top</h1>".to_vec();
+    while page.len() < n {
+        page.extend_from_slice(b"<p>filler paragraph text</p>\n");
+    }
+    page.truncate(n);
+    format!(
+        "{}page",
+        super::upstream::chunked_body("text/html", page).await
+    )
 }

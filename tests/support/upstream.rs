@@ -216,12 +216,20 @@ pub async fn canary(ip: &str) -> Canary {
 /// A raw HTTP/1.1 server answering every request with `n` bytes in chunked encoding (no
 /// Content-Length), so a cap can only be enforced while streaming.
 pub async fn chunked(n: usize) -> String {
+    chunked_body("text/plain", vec![b'c'; n]).await
+}
+
+/// A raw HTTP/1.1 server answering every request with `body` in 8 KiB chunks (no
+/// Content-Length) and the given content type.
+pub async fn chunked_body(content_type: &'static str, body: Vec<u8>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind chunked");
     let addr = listener.local_addr().unwrap();
+    let body = Arc::new(body);
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
+            let body = body.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let mut seen = Vec::new();
@@ -234,23 +242,20 @@ pub async fn chunked(n: usize) -> String {
                         return;
                     }
                 }
-                let _ = sock
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
-                    .await;
-                let mut left = n;
-                while left > 0 {
-                    let k = left.min(8192);
-                    let chunk = format!("{k:x}\r\n");
-                    if sock.write_all(chunk.as_bytes()).await.is_err() {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+                );
+                if sock.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for chunk in body.chunks(8192) {
+                    let size = format!("{:x}\r\n", chunk.len());
+                    if sock.write_all(size.as_bytes()).await.is_err()
+                        || sock.write_all(chunk).await.is_err()
+                        || sock.write_all(b"\r\n").await.is_err()
+                    {
                         return;
                     }
-                    if sock.write_all(&vec![b'c'; k]).await.is_err() {
-                        return;
-                    }
-                    if sock.write_all(b"\r\n").await.is_err() {
-                        return;
-                    }
-                    left -= k;
                 }
                 let _ = sock.write_all(b"0\r\n\r\n").await;
             });
