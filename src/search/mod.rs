@@ -203,6 +203,18 @@ pub fn default_key_env(provider: &str) -> Option<&'static str> {
 }
 
 /// `base` with `path` appended (the base's own path kept, e.g. a SearXNG under /searx/).
+/// Whether a provider's API key is usable: set, and sendable as an HTTP header value.
+/// `source` names where it comes from (the environment variable) for the message.
+pub fn key_configured(key: Option<&str>, source: &str) -> Result<(), String> {
+    match key {
+        Some(k) if http::HeaderValue::from_str(k).is_ok() => Ok(()),
+        Some(_) => Err(format!(
+            "{source} holds characters not allowed in an HTTP header"
+        )),
+        None => Err(format!("{source} is not set")),
+    }
+}
+
 pub fn endpoint(base: &Url, path: &str) -> Url {
     let mut u = base.clone();
     let joined = format!(

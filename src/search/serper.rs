@@ -37,14 +37,7 @@ impl Provider for Serper {
     }
 
     fn configured(&self) -> Result<(), String> {
-        match &self.key {
-            Some(k) if HeaderValue::from_str(k).is_ok() => Ok(()),
-            Some(_) => Err(format!(
-                "{} holds characters not allowed in an HTTP header",
-                self.key_source
-            )),
-            None => Err(format!("{} is not set", self.key_source)),
-        }
+        super::key_configured(self.key.as_deref(), &self.key_source)
     }
 
     fn request(&self, query: &Query) -> ProviderRequest {
