@@ -42,6 +42,22 @@ enum Command {
     },
     /// Print the catalogue: path, methods, price, pipeline.
     Routes,
+    /// The payment ledger: totals per day, route and network, pending and failed settlements,
+    /// recent payments.
+    Ledger {
+        /// How far back: 7d, 12h, 30m, or a date like 2026-11-01 (UTC).
+        #[arg(long, default_value = "30d")]
+        since: String,
+        /// Only this route (its path, e.g. /api/http).
+        #[arg(long)]
+        route: Option<String>,
+        /// How many recent payments to list.
+        #[arg(long, default_value_t = 20)]
+        recent: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print what /api/fetch's transform makes of a page (a file path or an http(s) URL).
     Markdown {
         /// File path or URL.
@@ -71,6 +87,12 @@ fn main() -> ExitCode {
         Command::Routes => routes(&cli.config),
         Command::Serve => serve(&cli.config),
         Command::Markdown { source } => markdown(&cli.config, &source),
+        Command::Ledger {
+            since,
+            route,
+            recent,
+            json,
+        } => ledger(&cli.config, &since, route, recent, json),
     }
 }
 
@@ -107,6 +129,104 @@ fn check(path: &Path, list_stages: bool) -> ExitCode {
         app.config.pipelines.len(),
         app.config.payment.accepts.len()
     );
+    match check_ledger(&app.config.ledger) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(line) => {
+            eprintln!("paycall: {line}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Whether the ledger is reachable and at this version's schema, without creating anything.
+fn check_ledger(settings: &paycall::payment::ledger::LedgerSettings) -> Result<String, String> {
+    use paycall::payment::ledger::{connect, model::SCHEMA_VERSION, LedgerUrl};
+    let shown = settings.url.display();
+    if let LedgerUrl::Sqlite(p) = &settings.url {
+        if !p.exists() && p.as_os_str() != paycall::payment::ledger::sqlite::MEMORY {
+            return Ok(format!(
+                "ledger: {shown} does not exist yet; it is created (schema {SCHEMA_VERSION}) at the first start"
+            ));
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async {
+        let store = connect(&settings.url).map_err(|e| format!("ledger {shown}: {e}"))?;
+        match store.schema_version().await {
+            Ok(Some(v)) if v == SCHEMA_VERSION => Ok(format!("ledger: {shown} reachable, schema {v} (current)")),
+            Ok(Some(v)) if v < SCHEMA_VERSION => Ok(format!(
+                "ledger: {shown} reachable, schema {v}; the next start migrates it to {SCHEMA_VERSION}"
+            )),
+            Ok(Some(v)) => Err(format!(
+                "ledger {shown} has schema {v}, newer than this paycall's {SCHEMA_VERSION}: upgrade paycall"
+            )),
+            Ok(None) => Ok(format!(
+                "ledger: {shown} reachable, empty; the first start creates schema {SCHEMA_VERSION}"
+            )),
+            Err(e) => Err(format!("ledger {shown}: {e}")),
+        }
+    })
+}
+
+fn ledger(path: &Path, since: &str, route: Option<String>, recent: usize, json: bool) -> ExitCode {
+    use paycall::payment::ledger::{connect, now_ms, report, ReportQuery};
+    let cfg = match config::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let since_ms = match report::parse_since(since, now_ms()) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("paycall ledger: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let shown = cfg.ledger.url.display();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("paycall: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let rows = rt.block_on(async {
+        let store = connect(&cfg.ledger.url)?;
+        store.report(&ReportQuery { since_ms, route }).await
+    });
+    let rows = match rows {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("paycall ledger: {shown}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let decimals = |network: &str| {
+        cfg.payment
+            .accepts
+            .iter()
+            .find(|a| a.network == network)
+            .map(|a| a.decimals)
+            .unwrap_or(6)
+    };
+    let summary = report::summarise(&rows, recent);
+    if json {
+        println!("{}", report::to_json(&summary, &decimals));
+    } else {
+        println!("ledger {shown}, since {}", report::day(since_ms));
+        print!("{}", report::to_text(&summary, &decimals));
+    }
     ExitCode::SUCCESS
 }
 
@@ -153,6 +273,16 @@ fn serve(path: &Path) -> ExitCode {
         }
     };
     rt.block_on(async move {
+        if let Some(ledger) = app.services.get::<paycall::payment::ledger::Ledger>() {
+            match ledger.open().await {
+                Ok(store) => tracing::info!(ledger = %ledger.settings.url.display(), kind = store.kind(), instance = %ledger.owner(), "payment ledger open"),
+                Err(e) => {
+                    eprintln!("paycall: {e}");
+                    eprintln!("paycall: fix ledger.url in routes.yaml or PAYCALL_LEDGER_URL (the default sqlite://paycall.db needs no setup)");
+                    return ExitCode::from(1);
+                }
+            }
+        }
         let addr = app.config.service.listen;
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(l) => l,

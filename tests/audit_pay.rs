@@ -36,6 +36,8 @@ fn paid_paths() -> Vec<String> {
     let env = |k: &str| match k {
         "PAYCALL_EVM_PAY_TO" => Some("0x1111111111111111111111111111111111111111".to_string()),
         "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.to_string()),
+        "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".to_string()),
+        "PAYCALL_UPSTREAM_BASE_RPC" => Some("http://127.0.0.1:9/".into()),
         _ => None,
     };
     let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
@@ -84,6 +86,7 @@ async fn paycall_from(
         ("PAYCALL_EVM_PAY_TO", stack.pay_to.clone()),
         ("PAYCALL_SOLANA_PAY_TO", SOL_PLACEHOLDER.into()),
         ("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32".into()),
+        ("PAYCALL_LEDGER_URL", "sqlite::memory:".into()),
         ("PAYCALL_BASE_URL", format!("https://127.0.0.1:{port}")),
         ("PAYCALL_UPSTREAM_BASE_RPC", stack.rpc_url.clone()),
         ("PAYCALL_UPSTREAM_ETH_RPC", stack.rpc_url.clone()),

@@ -26,6 +26,7 @@ use stack::LocalStack;
 async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
@@ -33,6 +34,8 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             _ => None,
         }
     };
@@ -136,7 +139,7 @@ async fn extract_is_charged_only_when_it_delivers() {
     assert_eq!(paid.buyer_spent(), 15_000);
     assert_eq!(stack.settle_calls(), 1);
 
-    // Not charged: one signed payment replayed against every failing input stays unspent.
+    // Not charged: failing inputs leave their payments unspent.
     let buyer_mid = stack.usdc_balance(&stack.buyer);
     let sig = stack
         .sign_only_async(&get(&json!({"a": "h1"})), "GET", None)
@@ -232,8 +235,15 @@ async fn extract_is_charged_only_when_it_delivers() {
             "no_fields_matched",
         ),
     ];
+    // A payment pays for one call (the ledger binds it to its input): one signature each.
+    let mut late_sigs = Vec::new();
     for (u, status, code) in &late {
-        let (s, receipt, b) = send("GET", u, &sig, None).await;
+        let one = stack
+            .sign_only_async(u, "GET", None)
+            .await
+            .payment_signature;
+        let (s, receipt, b) = send("GET", u, &one, None).await;
+        late_sigs.push(one);
         assert_eq!(
             (s, b["error"].as_str().unwrap_or("")),
             (*status, *code),
@@ -241,7 +251,7 @@ async fn extract_is_charged_only_when_it_delivers() {
         );
         assert!(!receipt, "no receipt on a failure");
     }
-    let (_, _, b) = send("GET", &late[0].0, &sig, None).await;
+    let (_, _, b) = send("GET", &late[0].0, &late_sigs[0], None).await;
     assert_eq!(
         b["fieldErrors"],
         json!({"a": "no_match", "b": "attr_missing"})
@@ -258,7 +268,7 @@ async fn extract_is_charged_only_when_it_delivers() {
         "nothing moved on-chain"
     );
 
-    // The same signature, used for a call that matches, is charged once.
+    // The signature made for a call that matches is charged once.
     let (s, receipt, b) = send("GET", &get(&json!({"a": "h1"})), &sig, None).await;
     assert_eq!(s, 200, "{b}");
     assert!(receipt);

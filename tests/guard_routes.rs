@@ -25,6 +25,15 @@ fn ip(s: &str) -> IpAddr {
 
 use server_support::enc;
 
+/// Signs a payment for exactly this call (a payment pays for one call) and sends it.
+async fn pay(stack: &stack::LocalStack, url: &str) -> (u16, Value) {
+    let sig = stack
+        .sign_only_async(url, "GET", None)
+        .await
+        .payment_signature;
+    send(url, &sig).await
+}
+
 async fn send(url: &str, sig: &str) -> (u16, Value) {
     let resp = server_support::client()
         .get(url)
@@ -57,6 +66,7 @@ async fn names_resolving_to_refused_addresses_are_never_dialled() {
         .with("nat64.test", [ip("64:ff9b::a00:1")]);
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
@@ -64,6 +74,8 @@ async fn names_resolving_to_refused_addresses_are_never_dialled() {
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             _ => None,
         }
     };
@@ -90,7 +102,7 @@ async fn names_resolving_to_refused_addresses_are_never_dialled() {
         "mapped.test",
         "nat64.test",
     ] {
-        let (s, b) = send(&http(&format!("http://{name}:{port}/")), &sig).await;
+        let (s, b) = pay(&stack, &http(&format!("http://{name}:{port}/"))).await;
         assert_eq!(
             (s, b["error"].as_str()),
             (400, Some("blocked_target")),
@@ -98,14 +110,14 @@ async fn names_resolving_to_refused_addresses_are_never_dialled() {
         );
     }
     // A redirect from an allowed upstream to a name that resolves to the canary.
-    let (s, b) = send(&http(&up.url("/to-canary")), &sig).await;
+    let (s, b) = pay(&stack, &http(&up.url("/to-canary"))).await;
     assert_eq!(
         (s, b["error"].as_str()),
         (400, Some("blocked_target")),
         "{b}"
     );
     // A name that does not resolve is an upstream failure, not a refusal.
-    let (s, b) = send(&http(&format!("http://nxdomain.test:{port}/")), &sig).await;
+    let (s, b) = pay(&stack, &http(&format!("http://nxdomain.test:{port}/"))).await;
     assert_eq!((s, b["error"].as_str()), (502, Some("dns_failed")), "{b}");
     assert_eq!(canary.hits(), 0, "no refused address was ever dialled");
     assert_eq!(stack.settle_calls(), 0);

@@ -20,6 +20,7 @@ use stack::LocalStack;
 async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
@@ -27,6 +28,8 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             _ => None,
         }
     };
@@ -71,23 +74,40 @@ async fn http_and_fetch_limits_at_their_edges() {
     };
 
     // /api/http response cap 384,000 bytes.
-    let sig = sign(http(&up.url("/hello"))).await;
     stack.reset_calls();
-    let (s, b) = send("GET", &http(&up.url("/sized?n=384001")), &sig, None).await;
+    let (s, b) = send(
+        "GET",
+        &http(&up.url("/sized?n=384001")),
+        &sign(http(&up.url("/sized?n=384001"))).await,
+        None,
+    )
+    .await;
     assert_eq!(
         (s, b["error"].as_str()),
         (413, Some("upstream_too_large")),
         "declared one byte over"
     );
     assert_eq!(stack.settle_calls(), 0);
-    let (s, b) = send("GET", &http(&up.url("/redirect/4")), &sig, None).await;
+    let (s, b) = send(
+        "GET",
+        &http(&up.url("/redirect/4")),
+        &sign(http(&up.url("/redirect/4"))).await,
+        None,
+    )
+    .await;
     assert_eq!(
         (s, b["error"].as_str()),
         (502, Some("too_many_redirects")),
         "{b}"
     );
     assert_eq!(stack.settle_calls(), 0);
-    let (s, b) = send("GET", &http(&up.url("/sized?n=384000")), &sig, None).await;
+    let (s, b) = send(
+        "GET",
+        &http(&up.url("/sized?n=384000")),
+        &sign(http(&up.url("/sized?n=384000"))).await,
+        None,
+    )
+    .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(
         (b["bytesRead"].as_u64(), b["truncated"].as_bool()),
@@ -96,8 +116,7 @@ async fn http_and_fetch_limits_at_their_edges() {
     assert_eq!(stack.settle_calls(), 1);
 
     let chunked = upstream::chunked(384_001).await;
-    let sig = sign(http(&up.url("/hello"))).await;
-    let (s, b) = send("GET", &http(&chunked), &sig, None).await;
+    let (s, b) = send("GET", &http(&chunked), &sign(http(&chunked)).await, None).await;
     assert_eq!(s, 200, "streamed past the cap: cut and charged");
     assert_eq!(
         (b["bytesRead"].as_u64(), b["truncated"].as_bool()),
@@ -105,14 +124,18 @@ async fn http_and_fetch_limits_at_their_edges() {
     );
     assert_eq!(b["body"].as_str().unwrap().len(), 384_000);
 
-    let sig = sign(http(&up.url("/hello"))).await;
-    let (s, b) = send("GET", &http(&up.url("/redirect/3")), &sig, None).await;
+    let (s, b) = send(
+        "GET",
+        &http(&up.url("/redirect/3")),
+        &sign(http(&up.url("/redirect/3"))).await,
+        None,
+    )
+    .await;
     assert_eq!(s, 200, "three redirects are allowed: {b}");
     assert_eq!(b["body"], "hello");
     assert_eq!(b["redirects"].as_array().unwrap().len(), 3);
 
     // URL length 2048 (schema), outbound header count 32, request body 64,000 bytes.
-    let sig = sign(http(&up.url("/hello"))).await;
     stack.reset_calls();
     let long = format!(
         "{}?q={}",
@@ -120,7 +143,7 @@ async fn http_and_fetch_limits_at_their_edges() {
         "a".repeat(2049 - up.url("/echo?q=").len())
     );
     assert_eq!(long.len(), 2049);
-    let (s, b) = send("GET", &http(&long), &sig, None).await;
+    let (s, b) = send("GET", &http(&long), &sign(http(&long)).await, None).await;
     assert_eq!(
         (s, b["error"].as_str()),
         (400, Some("invalid_parameter")),
@@ -130,7 +153,7 @@ async fn http_and_fetch_limits_at_their_edges() {
         (0..33).map(|i| (format!("x-h{i}"), json!("v"))).collect();
     let post = paycall.url("/api/http");
     let body = json!({"url": up.url("/echo"), "method": "POST", "headers": headers}).to_string();
-    let (s, b) = send("POST", &post, &sig, Some(body)).await;
+    let (s, b) = send("POST", &post, &sign(post.clone()).await, Some(body)).await;
     assert_eq!((s, b["error"].as_str()), (400, Some("bad_headers")), "{b}");
     let mk = |len: usize| {
         let skeleton = json!({"url": up.url("/echo"), "method": "POST", "body": ""}).to_string();
@@ -139,7 +162,7 @@ async fn http_and_fetch_limits_at_their_edges() {
     };
     let over = mk(64_001);
     assert_eq!(over.len(), 64_001);
-    let (s, b) = send("POST", &post, &sig, Some(over)).await;
+    let (s, b) = send("POST", &post, &sign(post.clone()).await, Some(over)).await;
     assert_eq!(
         (s, b["error"].as_str()),
         (413, Some("request_too_large")),
@@ -151,7 +174,7 @@ async fn http_and_fetch_limits_at_their_edges() {
         "input limits answer before the facilitator"
     );
     let exact = mk(64_000);
-    let (s, b) = send("POST", &post, &sig, Some(exact)).await;
+    let (s, b) = send("POST", &post, &sign(post.clone()).await, Some(exact)).await;
     assert_eq!(s, 200, "{b}");
     let echoed: Value = serde_json::from_str(b["body"].as_str().unwrap()).unwrap();
     let skeleton = json!({"url": up.url("/echo"), "method": "POST", "body": ""}).to_string();
@@ -163,9 +186,14 @@ async fn http_and_fetch_limits_at_their_edges() {
     assert_eq!(stack.settle_calls(), 1);
 
     // /api/fetch: ~200 KB cap.
-    let sig = sign(fetch(&up.url("/hello"))).await;
     stack.reset_calls();
-    let (s, b) = send("GET", &fetch(&up.url("/sized?n=200001")), &sig, None).await;
+    let (s, b) = send(
+        "GET",
+        &fetch(&up.url("/sized?n=200001")),
+        &sign(fetch(&up.url("/sized?n=200001"))).await,
+        None,
+    )
+    .await;
     assert_eq!(
         (s, b["error"].as_str()),
         (413, Some("upstream_too_large")),
@@ -173,7 +201,7 @@ async fn http_and_fetch_limits_at_their_edges() {
     );
     assert_eq!(stack.settle_calls(), 0);
     let chunked = upstream::chunked(200_001).await;
-    let (s, b) = send("GET", &fetch(&chunked), &sig, None).await;
+    let (s, b) = send("GET", &fetch(&chunked), &sign(fetch(&chunked)).await, None).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(
         (b["bytesRead"].as_u64(), b["truncated"].as_bool()),

@@ -27,6 +27,7 @@ const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
 async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
@@ -34,6 +35,8 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             _ => None,
         }
     };
@@ -237,8 +240,17 @@ async fn not_charged_outcomes_never_settle() {
         (up.url("/redirect/4"), 502, "too_many_redirects"),
         ("http://127.0.0.1:9/".to_string(), 502, "connect_failed"),
     ];
+    // A payment pays for one call: each case signs its own (the ledger binds a payment to its
+    // route, method and input).
+    let mut verifies = 0;
+    let mut failing_sig = None;
     for (target, status, code) in &cases {
-        let (s, h, b) = send_signed(&format!("{base}?url={}", enc(target)), &sig).await;
+        let url = format!("{base}?url={}", enc(target));
+        let one = stack
+            .sign_only_async(&url, "GET", None)
+            .await
+            .payment_signature;
+        let (s, h, b) = send_signed(&url, &one).await;
         assert_eq!(
             (s, b["error"].as_str().unwrap_or("")),
             (*status, *code),
@@ -248,21 +260,62 @@ async fn not_charged_outcomes_never_settle() {
             h.get("payment-response").is_none(),
             "{target}: no receipt on a failure"
         );
+        if *code != "blocked_target" || target.starts_with("http://127.0.0.1:") {
+            verifies += 1;
+        }
+        if *code == "upstream_status" && failing_sig.is_none() {
+            failing_sig = Some((url, one));
+        }
     }
     // The timeout edge: the fetch cap is 8 s.
-    let (s, _, b) = send_signed(
-        &format!("{base}?url={}", enc(&up.url("/slow?ms=20000"))),
-        &sig,
-    )
-    .await;
+    let slow = format!("{base}?url={}", enc(&up.url("/slow?ms=20000")));
+    let slow_sig = stack
+        .sign_only_async(&slow, "GET", None)
+        .await
+        .payment_signature;
+    let (s, _, b) = send_signed(&slow, &slow_sig).await;
     assert_eq!(
         (s, b["error"].as_str().unwrap()),
         (504, "upstream_timeout"),
         "{b}"
     );
+    verifies += 1;
 
     // Refusals by the URL's spelling answer before the facilitator; the others after verify.
     assert_eq!(stack.verify_calls(), cases.len() + 1 - 5);
+    assert_eq!(verifies, cases.len() + 1 - 5);
+
+    // A payment presented for another input: refused before the facilitator.
+    let (failing_url, failing) = failing_sig.expect("an upstream_status case");
+    let (s, _, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &failing).await;
+    assert_eq!(
+        (s, b["error"].as_str().unwrap()),
+        (409, "payment_bound_elsewhere"),
+        "{b}"
+    );
+    assert_eq!(
+        stack.verify_calls(),
+        verifies,
+        "no verify for a mismatched payment"
+    );
+
+    // Replaying a failing call is capped: the default 3 attempts, then 429 with no verify.
+    for _ in 0..2 {
+        let (s, _, b) = send_signed(&failing_url, &failing).await;
+        assert_eq!(
+            (s, b["error"].as_str().unwrap()),
+            (502, "upstream_status"),
+            "{b}"
+        );
+        verifies += 1;
+    }
+    let (s, _, b) = send_signed(&failing_url, &failing).await;
+    assert_eq!(
+        (s, b["error"].as_str().unwrap()),
+        (429, "payment_attempts_exhausted"),
+        "{b}"
+    );
+    assert_eq!(stack.verify_calls(), verifies);
     assert_eq!(stack.settle_calls(), 0, "no not-charged outcome settles");
     assert_eq!(canary.hits(), 0, "the canary was never reached");
     assert_eq!(
@@ -271,19 +324,26 @@ async fn not_charged_outcomes_never_settle() {
         "nothing moved on-chain"
     );
 
-    // The same signature, finally used for a call that succeeds, is charged once.
-    let (s, h, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &sig).await;
+    // The first signature, used for the call it was signed for, is charged once.
+    let hello = format!("{base}?url={}", enc(&up.url("/hello")));
+    let (s, h, b) = send_signed(&hello, &sig).await;
     assert_eq!(s, 200, "{b}");
     let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
     assert_eq!(receipt["success"], true);
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
 
-    // Replayed after settlement: the facilitator refuses the spent nonce; no second settle.
-    let (s, h, _) = send_signed(&format!("{base}?url={}", enc(&up.url("/hello"))), &sig).await;
-    assert_eq!(s, 402);
-    let pr = decode_b64_json(h["payment-required"].to_str().unwrap());
-    assert!(pr["error"].as_str().unwrap().contains("nonce"), "{pr}");
+    // Repeated after settlement (a client that lost the answer): the kept answer and receipt,
+    // no second verify or settle.
+    let verifies_now = stack.verify_calls();
+    let (s2, h2, b2) = send_signed(&hello, &sig).await;
+    assert_eq!(s2, 200, "{b2}");
+    assert_eq!(b2, b, "the same answer");
+    assert_eq!(
+        h2["payment-response"], h["payment-response"],
+        "the same receipt"
+    );
+    assert_eq!(stack.verify_calls(), verifies_now);
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
 }

@@ -58,6 +58,7 @@ fn shipped_copy(edit: impl Fn(String) -> String) -> tempfile::TempDir {
 
 async fn paycall_at(routes: PathBuf, stack: &LocalStack) -> server_support::TestServer {
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
@@ -65,6 +66,8 @@ async fn paycall_at(routes: PathBuf, stack: &LocalStack) -> server_support::Test
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             _ => None,
         }
     };
@@ -199,6 +202,19 @@ fn known_lines(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Signs a payment for exactly this call and sends it: the ledger binds a payment to the call
+/// it was first presented for, so each failing call below pays with its own signature.
+async fn send_fresh(
+    stack: &LocalStack,
+    url: &str,
+) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+    let sig = stack
+        .sign_only_async(url, "GET", None)
+        .await
+        .payment_signature;
+    send_signed(url, &sig).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
     let stack = LocalStack::start();
@@ -316,7 +332,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
         ),
     ];
     for (target, status, code) in &cases {
-        let (s, h, b) = send_signed(&format!("{base}?url={}", enc(target)), &sig).await;
+        let (s, h, b) = send_fresh(&stack, &format!("{base}?url={}", enc(target))).await;
         assert_eq!(
             (s, b["error"].as_str().unwrap_or("")),
             (*status, *code),
@@ -326,7 +342,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
     }
     // The download deadline is 12 s.
     let t = std::time::Instant::now();
-    let (s, _, b) = send_signed(&format!("{base}?url={}", enc(&up.url("/slow"))), &sig).await;
+    let (s, _, b) = send_fresh(&stack, &format!("{base}?url={}", enc(&up.url("/slow")))).await;
     assert_eq!(
         (s, b["error"].as_str().unwrap_or("")),
         (504, "upstream_timeout"),
@@ -445,9 +461,9 @@ async fn the_parse_budget_gives_partial_text_charged_or_504_not_charged() {
         .payment_signature;
     let buyer_start = stack.usdc_balance(&stack.buyer);
     stack.reset_calls();
-    let (s, h, b) = send_signed(
+    let (s, h, b) = send_fresh(
+        &stack,
         &format!("{base}?url={}", enc(&up.url("/g/heavy-first.pdf"))),
-        &sig,
     )
     .await;
     assert_eq!(

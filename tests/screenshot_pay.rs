@@ -23,6 +23,7 @@ use stack::LocalStack;
 async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
@@ -30,6 +31,8 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             _ => None,
         }
     };
@@ -42,6 +45,19 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
 use server_support::enc;
 
 use server_support::send_signed;
+
+/// Signs a payment for exactly this call and sends it: the ledger binds a payment to the call
+/// it was first presented for, so each failing call below pays with its own signature.
+async fn send_fresh(
+    stack: &LocalStack,
+    url: &str,
+) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+    let sig = stack
+        .sign_only_async(url, "GET", None)
+        .await
+        .payment_signature;
+    send_signed(url, &sig).await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshots_are_paid_for_real_and_failures_never_settle() {
@@ -126,7 +142,7 @@ async fn screenshots_are_paid_for_real_and_failures_never_settle() {
             "navigation_failed",
         ),
     ] {
-        let (s, h, b) = send_signed(&format!("{base}?url={}", enc(&target)), &sig).await;
+        let (s, h, b) = send_fresh(&stack, &format!("{base}?url={}", enc(&target))).await;
         assert_eq!(
             (s, b["error"].as_str().unwrap_or("")),
             (status, code),

@@ -36,6 +36,7 @@ async fn paycall_for(
 ) -> server_support::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
     let pay_to = stack.pay_to.clone();
     let (b, s) = (base.to_string(), searxng.to_string());
     let env = move |k: &str| -> Option<String> {
@@ -44,6 +45,8 @@ async fn paycall_for(
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
             "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
             "PAYCALL_UPSTREAM_BRAVE" | "PAYCALL_UPSTREAM_SERPER" => Some(b.clone()),
             "PAYCALL_UPSTREAM_SEARXNG" => Some(s.clone()),
             _ => None,
@@ -67,6 +70,19 @@ fn decode_b64_json(v: &str) -> Value {
         .decode(v.trim())
         .expect("base64");
     serde_json::from_slice(&bytes).expect("json")
+}
+
+/// Signs a payment for exactly this call and sends it: the ledger binds a payment to the call
+/// it was first presented for, so each failing call below pays with its own signature.
+async fn send_fresh(
+    stack: &LocalStack,
+    url: &str,
+) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+    let sig = stack
+        .sign_only_async(url, "GET", None)
+        .await
+        .payment_signature;
+    send_signed(url, &sig).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +190,7 @@ async fn search_is_charged_when_results_come_back_and_never_otherwise() {
         ("boom", 503, "provider_error"),
         ("invalid", 400, "rejected_by_provider"),
     ] {
-        let (s, h, b) = send_signed(&format!("{base}?q={q}"), &sig).await;
+        let (s, h, b) = send_fresh(&stack, &format!("{base}?q={q}")).await;
         assert_eq!(
             (s, b["error"].as_str().unwrap_or("")),
             (status, code),

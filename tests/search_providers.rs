@@ -30,6 +30,8 @@ fn shipped(mock_base: &str, searxng_base: &str, caps: Value) -> Config {
         match k {
             "PAYCALL_FACILITATOR_URL" => Some(server_support::NO_FACILITATOR.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some("http://127.0.0.1:9/".into()),
             "PAYCALL_UPSTREAM_BRAVE" | "PAYCALL_UPSTREAM_SERPER" => Some(b.clone()),
             "PAYCALL_UPSTREAM_SEARXNG" => Some(s.clone()),
             other => server_support::test_env(other),

@@ -118,6 +118,7 @@ pub struct Config {
     pub guard: GuardSettings,
     pub demo: DemoSettings,
     pub upstreams: BTreeMap<String, Url>,
+    pub ledger: crate::payment::ledger::LedgerSettings,
     pub routes: Vec<RouteSpec>,
     pub pipelines: BTreeMap<String, PipelineSpec>,
 }
@@ -164,6 +165,8 @@ pub struct AcceptOption {
     pub decimals: u32,
     pub eip712: Option<(String, String)>,
     pub pay_to: String,
+    /// EVM: the upstream name whose JSON-RPC confirms settlements on chain.
+    pub rpc: Option<String>,
 }
 
 impl AcceptOption {
@@ -677,9 +680,10 @@ fn validate(
                 .as_ref()
                 .map(|e| (e.name.clone(), e.version.clone())),
             pay_to,
+            rpc: a.rpc.clone(),
         });
     }
-    let payment = PaymentSettings {
+    let mut payment = PaymentSettings {
         facilitator,
         max_timeout_seconds: p.max_timeout_seconds,
         accepts,
@@ -737,6 +741,26 @@ fn validate(
         }
     }
 
+    // ledger: also check that each EVM offer's confirmation RPC names an upstream
+    let ledger = ledger_settings(&file.ledger, &root, &service.listen, env, &mut r);
+    for a in &mut payment.accepts {
+        if a.rpc.is_none() && a.network == "eip155:8453" && upstreams.contains_key("base_rpc") {
+            a.rpc = Some("base_rpc".into());
+        }
+        if let Some(name) = &a.rpc {
+            if !upstreams.contains_key(name) {
+                r.at(
+                    Location::UNKNOWN,
+                    format!(
+                        "payment.accepts {}: rpc `{name}` is not an upstream",
+                        a.network
+                    ),
+                    "name an entry of `upstreams:` (its JSON-RPC confirms settlements on chain)",
+                );
+            }
+        }
+    }
+
     // routes
     let mut routes: Vec<RouteSpec> = Vec::new();
     for route in file.routes {
@@ -780,8 +804,66 @@ fn validate(
             burst: file.demo.burst.max(1),
         },
         upstreams,
+        ledger,
         routes,
         pipelines,
+    }
+}
+
+/// The `ledger:` section with PAYCALL_LEDGER_URL / PAYCALL_INSTANCE applied.
+fn ledger_settings(
+    l: &raw::Ledger,
+    root: &Path,
+    listen: &SocketAddr,
+    env: &dyn Fn(&str) -> Option<String>,
+    r: &mut Reporter<'_>,
+) -> crate::payment::ledger::LedgerSettings {
+    use crate::payment::ledger::{LedgerSettings, LedgerUrl};
+    let (raw_url, from_env) = match env_nonempty(env, "PAYCALL_LEDGER_URL") {
+        Some(v) => (v, true),
+        None => (l.url.value.clone(), false),
+    };
+    let url = LedgerUrl::parse(&raw_url, root).unwrap_or_else(|e| {
+        r.at(
+            l.url.referenced,
+            format!(
+                "{}: {e}",
+                if from_env { "PAYCALL_LEDGER_URL" } else { "ledger.url" }
+            ),
+            "the default sqlite://paycall.db needs no setup; several instances share postgres://USER:PASS@HOST/DB",
+        );
+        LedgerUrl::Sqlite(root.join("paycall.db"))
+    });
+    let instance = env_nonempty(env, "PAYCALL_INSTANCE")
+        .or_else(|| l.instance.clone())
+        .unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default();
+            format!(
+                "{}:{}",
+                if host.is_empty() { "paycall" } else { &host },
+                listen.port()
+            )
+        });
+    if l.lease_s < 30 {
+        r.at(
+            Location::UNKNOWN,
+            format!(
+                "ledger.lease_s is {}: a claim must outlive a route's work and its settlement",
+                l.lease_s
+            ),
+            "use at least 30 (default 180)",
+        );
+    }
+    LedgerSettings {
+        url,
+        instance,
+        lease: Duration::from_secs(l.lease_s.max(30)),
+        identifier_window: Duration::from_secs(l.identifier_window_s),
+        max_reply_bytes: l.max_reply_bytes as usize,
+        keep_rows: Duration::from_secs(l.keep_rows_days.saturating_mul(86_400)),
+        max_attempts: l.max_attempts.max(1) as i64,
     }
 }
 

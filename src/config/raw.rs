@@ -19,6 +19,8 @@ pub struct RoutesFile {
     pub guard: Guard,
     #[serde(default)]
     pub demo: Demo,
+    #[serde(default)]
+    pub ledger: Ledger,
     /// Named upstream base URLs (market APIs, RPCs, search provider, discovery index). Each
     /// defaults to the real public service; tests point them at local servers.
     #[serde(default)]
@@ -100,6 +102,10 @@ pub struct Accept {
     /// PAYCALL_SOLANA_PAY_TO); missing in both places is a startup error.
     #[serde(default)]
     pub pay_to: String,
+    /// EVM only: the upstream (name in `upstreams`) whose JSON-RPC confirms a settlement on
+    /// chain when the facilitator could not (default: `base_rpc` for eip155:8453).
+    #[serde(default)]
+    pub rpc: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -292,4 +298,70 @@ fn default_demo_burst() -> u32 {
 }
 fn default_max_request() -> usize {
     64_000
+}
+
+/// The payment ledger (docs/ledger.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ledger {
+    /// `sqlite://PATH` (relative to this file's folder) or `postgres://USER:PASS@HOST/DB`
+    /// (PAYCALL_LEDGER_URL overrides).
+    #[serde(default = "default_ledger_url")]
+    pub url: Spanned<String>,
+    /// This instance's name in payment claims (PAYCALL_INSTANCE overrides). Give each instance
+    /// sharing a database its own; default: the host name and the listen port.
+    #[serde(default)]
+    pub instance: Option<String>,
+    /// Seconds a claim holds a payment; a crashed instance's claims end after this.
+    #[serde(default = "default_lease")]
+    pub lease_s: u64,
+    /// Seconds a reply is kept for a payment-identifier retry.
+    #[serde(default = "default_identifier_window")]
+    pub identifier_window_s: u64,
+    /// Replies larger than this are not kept (the accounting row is).
+    #[serde(default = "default_max_reply_bytes")]
+    pub max_reply_bytes: u64,
+    /// Days accounting rows are kept.
+    #[serde(default = "default_keep_rows_days")]
+    pub keep_rows_days: u64,
+    /// Work attempts per payment whose outcome was not charged (then 429).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger {
+            url: default_ledger_url(),
+            instance: None,
+            lease_s: default_lease(),
+            identifier_window_s: default_identifier_window(),
+            max_reply_bytes: default_max_reply_bytes(),
+            keep_rows_days: default_keep_rows_days(),
+            max_attempts: default_max_attempts(),
+        }
+    }
+}
+
+fn default_ledger_url() -> Spanned<String> {
+    Spanned::new(
+        "sqlite://paycall.db".into(),
+        serde_saphyr::Location::UNKNOWN,
+        serde_saphyr::Location::UNKNOWN,
+    )
+}
+fn default_lease() -> u64 {
+    180
+}
+fn default_identifier_window() -> u64 {
+    86_400
+}
+fn default_max_reply_bytes() -> u64 {
+    16_000_000
+}
+fn default_keep_rows_days() -> u64 {
+    400
+}
+fn default_max_attempts() -> u32 {
+    3
 }

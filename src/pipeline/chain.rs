@@ -260,6 +260,9 @@ async fn run_guarded(link: &Link, ex: &mut Exchange) -> Flow {
     }
 }
 
+/// What a paid route's chain must provide.
+const PAID_ARTEFACTS: &[&str] = &["payment", "bill", "settlement"];
+
 /// Builds the chain of one route, checking names, parameters and shape.
 pub fn build_chain(
     registry: &[StageFactory],
@@ -383,19 +386,37 @@ pub fn build_chain(
             ),
         }
     }
-    let has = |n: &str| pipeline.stages.iter().any(|s| s.name == n);
-    if route.is_paid() && !(has("payment_gate") && has("bill") && has("settle")) {
+    // A priced route must take the payment, decide the bill and settle it: stages declare
+    // those artefacts (`payment`, `bill`, `settlement`), so the runner names no stage.
+    let missing: Vec<&str> = PAID_ARTEFACTS
+        .iter()
+        .copied()
+        .filter(|a| !provided.contains(a))
+        .collect();
+    if route.is_paid() && !missing.is_empty() {
+        let providers: Vec<String> = missing
+            .iter()
+            .map(|a| {
+                registry
+                    .iter()
+                    .find(|f| f.gives.contains(a))
+                    .map(|f| format!("{} (which provides `{a}`)", f.name))
+                    .unwrap_or_else(|| format!("a stage that provides `{a}`"))
+            })
+            .collect();
         err(
             &mut errors,
             &route.pipeline_origin,
             format!(
-                "route {} has a price but pipeline `{}` lacks payment_gate, bill or settle",
-                route.path, pipeline.name
+                "route {} has a price but pipeline `{}` lacks {}",
+                route.path,
+                pipeline.name,
+                providers.join(", ")
             ),
             "a paid chain starts with payment_gate and ends with bill, settle".into(),
         );
     }
-    if !route.is_paid() && has("payment_gate") {
+    if !route.is_paid() && links.iter().any(|l| l.payment) {
         err(
             &mut errors,
             &route.pipeline_origin,

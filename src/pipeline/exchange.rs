@@ -1,7 +1,7 @@
 //! The Exchange: one request walking its route's chain, and the Reply it ends with.
 //!
-//! Stages meet only here. Well-known artefacts have named fields (input, payment, target,
-//! reply, charged); anything route-specific travels in the typed `slots` map so a new stage
+//! Stages meet only here. Well-known artefacts have named fields (input, target, reply);
+//! anything (the payment and its bill decision included, see `crate::payment`) route-specific travels in the typed `slots` map so a new stage
 //! never has to edit this file.
 
 use bytes::Bytes;
@@ -80,27 +80,6 @@ impl Reply {
     }
 }
 
-/// A payment that the facilitator verified, waiting for the bill decision.
-#[derive(Debug, Clone)]
-pub struct VerifiedPayment {
-    /// The decoded PAYMENT-SIGNATURE, verbatim.
-    pub payload: Value,
-    /// Our offer it matched (what we send to the facilitator).
-    pub requirement: Value,
-    /// The raw header value (for the pending-settlement store).
-    pub header: String,
-    /// In-flight / replay key (network, payer, nonce).
-    pub key: String,
-    pub payer: Option<String>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub enum PaymentState {
-    #[default]
-    None,
-    Verified(VerifiedPayment),
-}
-
 /// Typed artefacts by type: one value per type.
 #[derive(Default)]
 pub struct Slots(HashMap<TypeId, Box<dyn Any + Send + Sync>>);
@@ -139,12 +118,9 @@ pub struct Exchange {
     pub input: Map<String, Value>,
     /// The 400/413 to give once payment is settled as a question (DESIGN §9 order of checks).
     pub input_error: Option<Reply>,
-    pub payment: PaymentState,
     /// The vetted outbound URL (url_guard).
     pub target: Option<url::Url>,
     pub reply: Option<Reply>,
-    /// The bill decision (bill stage); None until decided.
-    pub charged: Option<bool>,
     pub slots: Slots,
 }
 
@@ -163,10 +139,8 @@ impl Exchange {
             demo: false,
             input: Map::new(),
             input_error: None,
-            payment: PaymentState::None,
             target: None,
             reply: None,
-            charged: None,
             slots: Slots::default(),
         }
     }
@@ -188,6 +162,22 @@ impl Exchange {
     /// Finish with an error reply.
     pub fn fail(&mut self, status: StatusCode, code: &str, message: impl Into<String>) -> Flow {
         self.reply = Some(Reply::error(status, code, message));
+        Flow::Reply
+    }
+
+    /// `fail` with extra response headers (Retry-After, …).
+    pub fn fail_with(
+        &mut self,
+        status: StatusCode,
+        code: &str,
+        message: impl Into<String>,
+        headers: &[(&'static str, &str)],
+    ) -> Flow {
+        let mut r = Reply::error(status, code, message);
+        for (n, v) in headers {
+            r = r.with_header(n, v);
+        }
+        self.reply = Some(r);
         Flow::Reply
     }
 

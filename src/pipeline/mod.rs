@@ -7,4 +7,4 @@ pub mod exchange;
 pub mod input;
 
 pub use chain::{build_chain, params, BuildCtx, Chain, Phase, Services, Stage, StageFactory};
-pub use exchange::{now_iso, priced_block, Exchange, Flow, PaymentState, Reply, VerifiedPayment};
+pub use exchange::{now_iso, priced_block, Exchange, Flow, Reply};

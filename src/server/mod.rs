@@ -39,6 +39,56 @@ pub struct App {
     pub services: Services,
     pub started: Instant,
     pub demo: demo::DemoState,
+    /// Paid exchanges running detached from their connection (see `handle_route`).
+    pub paid_calls: Arc<PaidCalls>,
+}
+
+/// Counts paid exchanges in flight, so shutdown can wait for their settlements.
+#[derive(Default)]
+pub struct PaidCalls {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// Held by one paid exchange; dropping it counts the exchange out.
+pub struct PaidCall(Arc<PaidCalls>);
+
+impl PaidCalls {
+    pub fn enter(self: &Arc<Self>) -> PaidCall {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        PaidCall(self.clone())
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves when no paid exchange is in flight, or after `limit`.
+    pub async fn drained(&self, limit: std::time::Duration) -> bool {
+        let wait = async {
+            loop {
+                let notified = self.idle.notified();
+                if self.in_flight() == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.is_ok()
+    }
+}
+
+impl Drop for PaidCall {
+    fn drop(&mut self) {
+        if self
+            .0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            == 1
+        {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 impl App {
@@ -94,6 +144,7 @@ pub fn build_app_with(
         routes,
         services,
         started: Instant::now(),
+        paid_calls: Arc::new(PaidCalls::default()),
         demo,
     })
 }
@@ -199,7 +250,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
             .and(incoming(max_body))
             .then(move |inc: Incoming| {
                 let app = app2.clone();
-                async move { handle_route(&app, i, inc).await }
+                async move { handle_route(app, i, inc).await }
             })
             .boxed();
         tree = tree.or(route_filter).unify().boxed();
@@ -226,7 +277,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
 }
 
 /// One request on a paid or free route: method check, CORS, input, the chain, headers.
-pub async fn handle_route(app: &App, index: usize, inc: Incoming) -> warp::reply::Response {
+pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::reply::Response {
     let entry = &app.routes[index];
     let spec = entry.spec.clone();
     let is_preflight =
@@ -264,7 +315,33 @@ pub async fn handle_route(app: &App, index: usize, inc: Incoming) -> warp::reply
             Err(r) => ex.input_error = Some(r),
         }
     }
-    run_exchange(entry, &mut ex).await;
+    // A call carrying a payment runs detached from the connection: once a payment is verified,
+    // its work, its settlement and its ledger row finish even if the client hangs up (dropping
+    // this future does not cancel a spawned task), and shutdown waits for it.
+    let paid_call = spec.is_paid() && !probe_only && ex.headers.contains_key("payment-signature");
+    if paid_call {
+        let guard = app.paid_calls.enter();
+        let app2 = app.clone();
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            run_exchange(&app2.routes[index], &mut ex).await;
+            ex
+        });
+        ex = match task.await {
+            Ok(ex) => ex,
+            Err(e) => {
+                tracing::error!(error = %e, route = %spec.path, "paid exchange task failed");
+                let r = Reply::error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    "the route failed unexpectedly; you were not charged",
+                );
+                return respond::to_response(r, &crate::pipeline::exchange::new_request_id());
+            }
+        };
+    } else {
+        run_exchange(entry, &mut ex).await;
+    }
     let mut reply = ex.reply.take().unwrap_or_else(|| {
         Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -290,7 +367,11 @@ pub async fn run_exchange(entry: &RouteEntry, ex: &mut Exchange) {
         route = %entry.spec.path,
         status,
         demo = ex.demo,
-        charged = ex.charged.unwrap_or(false),
+        charged = !ex.demo
+            && ex
+                .slots
+                .get::<crate::payment::Billed>()
+                .is_some_and(|b| b.0),
         elapsed_ms = ex.elapsed_ms(),
         "request"
     );
@@ -326,6 +407,21 @@ pub async fn serve(
             tokio::time::sleep(grace).await;
         } => {
             tracing::warn!("shutdown grace period over; dropping remaining connections");
+        }
+    }
+    // Paid exchanges outlive their connections: let each finish its settlement and ledger row
+    // (bounded by the facilitator's settle timeout, asked twice, plus a margin).
+    let paid = app.paid_calls.in_flight();
+    if paid > 0 {
+        tracing::info!(paid, "waiting for paid calls to settle before stopping");
+        let limit = app.config.payment.facilitator.settle_timeout * 2
+            + app.config.payment.facilitator.verify_timeout
+            + std::time::Duration::from_secs(30);
+        if !app.paid_calls.drained(limit).await {
+            tracing::error!(
+                left = app.paid_calls.in_flight(),
+                "paid calls still running at exit; the ledger reconciles them at the next start"
+            );
         }
     }
     services::shutdown(&app.services).await;

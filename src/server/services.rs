@@ -2,13 +2,13 @@
 //! happens here (so `paycall check` can call it); `start` kicks off background warm-ups.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::config::{Config, FacilitatorAuthSetting};
 use crate::net::{Guard, GuardedClient, Resolver, SystemResolver};
+use crate::payment::confirm::Confirmer;
+use crate::payment::ledger::Ledger;
 use crate::pipeline::Services;
 use crate::x402::facilitator::{FacilitatorAuth, FacilitatorClient, FacilitatorConfig};
-use crate::x402::ledger::Ledger;
 
 /// Builds the services with the system DNS resolver.
 pub fn build(config: &Config) -> Result<Services, String> {
@@ -47,14 +47,24 @@ pub fn build_with_resolver(
         })
         .map_err(|e| format!("payment.facilitator: {e}"))?,
     );
-    // Unsettled replies are kept for the payment's validity window plus a margin.
-    let keep = Duration::from_secs(config.payment.max_timeout_seconds + 60);
+    // On-chain confirmation of settlements: each EVM offer's `rpc` upstream.
+    let rpcs = config
+        .payment
+        .accepts
+        .iter()
+        .filter_map(|a| {
+            let name = a.rpc.as_ref()?;
+            Some((a.network.clone(), config.upstreams.get(name)?.clone()))
+        })
+        .collect();
+    let confirmer = Arc::new(Confirmer::new(rpcs)?);
     Ok(Services::builder()
         .with(Arc::new(config.clone()))
         .with(guard)
         .with(client.clone())
         .with(facilitator)
-        .with(Arc::new(Ledger::new(keep)))
+        .with(Arc::new(Ledger::new(config.ledger.clone())))
+        .with(confirmer)
         .with(Arc::new(crate::market::MarketHub::new(
             client.clone(),
             config.upstreams.clone(),
@@ -66,6 +76,9 @@ pub fn build_with_resolver(
 /// Background warm-ups once the runtime runs: the facilitator's /supported (Solana feePayer),
 /// the browser pools' `warm` sessions.
 pub fn start(services: &Services) {
+    if let (Some(l), Some(c)) = (services.get::<Ledger>(), services.get::<Confirmer>()) {
+        crate::payment::upkeep::start(l, c);
+    }
     if let Some(b) = services.get::<crate::browser::Browsers>() {
         b.start();
     }

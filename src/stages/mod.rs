@@ -1,17 +1,16 @@
 //! One module per stage, named as in pipelines/*.yaml, and the registry that maps those names
 //! to factories. Adding a stage = one module + one line in `REGISTRY` + tests in the module.
+//! The three payment stages (payment_gate, bill, settle) live with the rest of the money path in
+//! `crate::payment`.
 
 pub mod bazaar_check;
-pub mod bill;
 pub mod extract;
 pub mod fetch;
 pub mod http_record;
 pub mod markdown;
-pub mod payment_gate;
 pub mod pdf_text;
 pub mod screenshot;
 pub mod search;
-pub mod settle;
 pub mod static_file;
 pub mod static_reply;
 pub mod url_guard;
@@ -28,6 +27,7 @@ pub mod spot_prices;
 pub mod yield_pools;
 pub mod yields;
 
+use crate::payment::{bill, gate as payment_gate, settle};
 use crate::pipeline::StageFactory;
 
 /// Every stage a pipeline may name.

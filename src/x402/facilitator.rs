@@ -174,9 +174,10 @@ pub struct VerifyOutcome {
 pub enum SettleOutcome {
     /// `success: true`. `response` is the facilitator's body, for `PAYMENT-RESPONSE`.
     Settled { response: Value },
-    /// Broadcast but not confirmed, even after one retry: outcome unknown, keep `transaction`.
+    /// Broadcast (or maybe broadcast) but not confirmed, even after one retry: outcome
+    /// unknown; `transaction` when the facilitator named one.
     Pending {
-        transaction: String,
+        transaction: Option<String>,
         response: Value,
     },
     /// The facilitator says it did not settle.
@@ -419,7 +420,7 @@ impl FacilitatorClient {
         };
         info!(
             endpoint = "settle",
-            transaction = transaction.as_str(),
+            transaction = transaction.as_deref().unwrap_or(""),
             "settlement pending; asking once more"
         );
         match self.settle_once(&body).await {
@@ -449,7 +450,7 @@ impl FacilitatorClient {
                 debug!(
                     endpoint = "settle",
                     error_reason = "settlement_pending",
-                    transaction = transaction.as_str(),
+                    transaction = transaction.as_deref().unwrap_or(""),
                     "pending"
                 )
             }
@@ -772,9 +773,10 @@ fn classify_settle(reply: &Reply) -> Result<SettleOutcome, FacilitatorError> {
         }
         let reason = str_field(body, "errorReason");
         let transaction = str_field(body, "transaction");
-        if let (Some("settlement_pending"), Some(tx)) = (reason.as_deref(), transaction) {
+        // Pending is pending, with or without a hash: the facilitator may have broadcast.
+        if reason.as_deref() == Some("settlement_pending") {
             return Ok(SettleOutcome::Pending {
-                transaction: tx,
+                transaction,
                 response: body.clone(),
             });
         }
@@ -858,8 +860,8 @@ mod tests {
         ));
         assert!(matches!(
             classify_settle(&reply(200, json!({"success": false, "errorReason": "settlement_pending", "transaction": ""}))).unwrap(),
-            SettleOutcome::Failed { ref reason, .. } if reason == "settlement_pending"
-        ));
+            SettleOutcome::Pending { transaction: None, .. }
+        ), "pending is pending, even without a hash: the facilitator may have broadcast");
         assert!(matches!(
             classify_settle(&reply(200, json!({"success": false}))).unwrap(),
             SettleOutcome::Failed { ref reason, .. } if reason == "unexpected_settle_error"

@@ -12,7 +12,6 @@ pub mod bazaar;
 pub mod challenge;
 pub mod codec;
 pub mod facilitator;
-pub mod ledger;
 pub mod matching;
 pub mod price;
 pub mod types;

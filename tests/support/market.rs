@@ -285,6 +285,7 @@ pub fn shipped_config(
         "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".into(),
     );
     vars.insert("PAYCALL_ALLOW_CIDRS".into(), "127.0.0.1/32".into());
+    vars.insert("PAYCALL_LEDGER_URL".into(), "sqlite::memory:".into());
     let env = move |k: &str| vars.get(k).cloned();
     paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -27,6 +27,7 @@ pub fn test_env(key: &str) -> Option<String> {
     match key {
         "PAYCALL_EVM_PAY_TO" => Some(EVM_PAY_TO.into()),
         "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PAY_TO.into()),
+        "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
         _ => None,
     }
 }

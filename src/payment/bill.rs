@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 
+use super::paid::Billed;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
@@ -48,7 +49,7 @@ pub fn charged(rule: &str, status: u16) -> bool {
 impl Stage for Bill {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let status = ex.reply.as_ref().map(|r| r.status.as_u16()).unwrap_or(500);
-        ex.charged = Some(charged(&self.rule, status));
+        ex.slots.put(Billed(charged(&self.rule, status)));
         Flow::Continue
     }
 }

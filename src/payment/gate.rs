@@ -1,0 +1,834 @@
+//! `payment_gate`: the x402 v2 door of a paid route.
+//!
+//! No PAYMENT-SIGNATURE → 402 with the challenge (header, same JSON in the body, no-store),
+//! whatever the input (auditors probe with no parameters). With one: undecodable → 400; bad
+//! input → 400/413 without calling the facilitator (DESIGN §9 order of checks); no matching
+//! offer → 402; the same payment already in flight → 409; facilitator verify → continue or
+//! 402; facilitator unreachable / timing out → 502 / 504 with no work done. A payment whose
+//! settlement did not finish earlier resumes here (see settle). Parameters: none.
+
+use async_trait::async_trait;
+use http::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use super::identifier;
+use super::ledger::{
+    now_ms, Binding, Claim, KeptReply, Ledger, LedgerError, NewPayment, Row, State, Update,
+};
+use super::paid::{Paid, Resume};
+use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
+use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::x402::bazaar::{bazaar_extension, BazaarInput, BazaarParam, JsonType};
+use crate::x402::challenge::payment_required;
+use crate::x402::codec::{decode_header, encode_header};
+use crate::x402::facilitator::{FacilitatorClient, FacilitatorError};
+use crate::x402::matching::{check_payload_shape, find_offer, payment_key};
+use crate::x402::types::{Requirement, ResourceInfo};
+
+pub const FACTORY: StageFactory = StageFactory {
+    name: "payment_gate",
+    phase: Phase::Gate,
+    payment: true,
+    needs: &[],
+    gives: &["payment"],
+    doc: "x402 v2: 402 challenge, decode PAYMENT-SIGNATURE, match the offer, facilitator verify",
+    errors: &[
+        (
+            402,
+            "Payment required or refused (PAYMENT-REQUIRED header holds the challenge)",
+        ),
+        (
+            400,
+            "PAYMENT-SIGNATURE is not decodable base64 JSON of an x402 v2 payload",
+        ),
+        (409, "The same payment is already being served"),
+        (
+            502,
+            "The payment facilitator is unreachable or answered garbage; nothing was charged",
+        ),
+        (
+            504,
+            "The payment facilitator did not answer in time; nothing was charged",
+        ),
+    ],
+    build,
+};
+
+pub const HEADER_SIGNATURE: &str = "payment-signature";
+pub const HEADER_REQUIRED: &str = "PAYMENT-REQUIRED";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {}
+
+struct Gate {
+    resource: ResourceInfo,
+    /// Offers without the runtime-dependent Solana feePayer, one per accepted option.
+    options: Vec<(AcceptOption, Requirement)>,
+    /// bazaar extension per method the route serves.
+    extensions: Vec<(Method, Value)>,
+    facilitator: Arc<FacilitatorClient>,
+    ledger: Arc<Ledger>,
+    /// Unix ms of the last background /supported refresh we started.
+    last_refresh: AtomicU64,
+    /// Rendered plain challenges by (method, message, Solana feePayer).
+    rendered: RwLock<HashMap<String, Reply>>,
+}
+
+fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let _: Params = params(p)?;
+    let route = ctx.route;
+    let config = ctx.config;
+    let price = route
+        .price
+        .as_ref()
+        .ok_or("payment_gate on a route without price_usd")?;
+    let options = config
+        .payment
+        .accepts
+        .iter()
+        .zip(price.atomic.iter())
+        .map(|(a, amount)| (a.clone(), base_requirement(config, a, amount)))
+        .collect();
+    let extensions = route
+        .methods
+        .iter()
+        .map(|m| {
+            (
+                m.clone(),
+                json!({
+                    "bazaar": bazaar_for(route, m),
+                    identifier::EXTENSION: identifier::declaration(false),
+                }),
+            )
+        })
+        .collect();
+    Ok(Arc::new(Gate {
+        resource: resource_info(config, route),
+        options,
+        extensions,
+        facilitator: ctx.services.need::<FacilitatorClient>()?,
+        ledger: ctx.services.need::<Ledger>()?,
+        last_refresh: AtomicU64::new(0),
+        rendered: RwLock::new(HashMap::new()),
+    }))
+}
+
+/// `resource` of the route's challenges: canonical base_url + path, no query (DESIGN §9).
+pub fn resource_info(config: &Config, route: &RouteSpec) -> ResourceInfo {
+    let mut url = config.service.base_url.clone();
+    url.set_path(&route.path);
+    let service_name: String = config
+        .service
+        .name
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(32)
+        .collect();
+    let tags: Vec<String> = route
+        .tags
+        .iter()
+        .filter(|t| t.len() <= 32 && t.chars().all(|c| c.is_ascii_graphic() || c == ' '))
+        .take(5)
+        .cloned()
+        .collect();
+    ResourceInfo {
+        url: url.to_string(),
+        description: route.description.clone(),
+        mime_type: "application/json".into(),
+        service_name: (!service_name.is_empty()).then_some(service_name),
+        tags: (!tags.is_empty()).then_some(tags),
+    }
+}
+
+fn base_requirement(config: &Config, a: &AcceptOption, amount: &str) -> Requirement {
+    let mut extra = Map::new();
+    if let Some((name, version)) = &a.eip712 {
+        extra.insert("name".into(), Value::String(name.clone()));
+        extra.insert("version".into(), Value::String(version.clone()));
+    }
+    Requirement {
+        scheme: "exact".into(),
+        network: a.network.clone(),
+        amount: amount.to_string(),
+        asset: a.asset.clone(),
+        pay_to: a.pay_to.clone(),
+        max_timeout_seconds: config.payment.max_timeout_seconds,
+        extra,
+    }
+}
+
+/// The bazaar declaration of one method, from the route's input schema.
+pub fn bazaar_for(route: &RouteSpec, method: &Method) -> Value {
+    let body = crate::pipeline::input::reads_body(method);
+    let params: Vec<BazaarParam> = route
+        .input
+        .iter()
+        .filter(|p| !(p.name == "body" && !body && p.ty == ParamType::Any))
+        .map(|p| {
+            let json_type = match (p.ty, body) {
+                (ParamType::String, _) | (ParamType::Any, _) => JsonType::String,
+                (ParamType::Integer, _) => JsonType::Integer,
+                (ParamType::Number, _) => JsonType::Number,
+                (ParamType::Boolean, _) => JsonType::Boolean,
+                (ParamType::Object, true) => JsonType::Object,
+                (ParamType::Object, false) => JsonType::String,
+            };
+            let mut b = BazaarParam::new(p.name.clone(), json_type);
+            b.required = p.required;
+            b.description = (!p.description.is_empty()).then(|| p.description.clone());
+            b.enum_values = p.enumeration.clone();
+            b.minimum = p
+                .minimum
+                .and_then(serde_json::Number::from_f64)
+                .map(int_if_whole);
+            b.maximum = p
+                .maximum
+                .and_then(serde_json::Number::from_f64)
+                .map(int_if_whole);
+            b.max_length = p.max_length.map(|m| m as u64);
+            b.pattern = p.pattern.as_ref().map(|r| r.as_str().to_string());
+            b.default = p.default.clone();
+            b.example = p.example.clone().map(|e| match (json_type, e) {
+                (JsonType::String, Value::Object(o)) => Value::String(Value::Object(o).to_string()),
+                (_, e) => e,
+            });
+            b
+        })
+        .collect();
+    let input = if body {
+        BazaarInput::JsonBody(params)
+    } else {
+        BazaarInput::Query(params)
+    };
+    bazaar_extension(method.as_str(), &input, route.output_example.clone())
+}
+
+fn int_if_whole(n: serde_json::Number) -> serde_json::Number {
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 9e15 => serde_json::Number::from(f as i64),
+        _ => n,
+    }
+}
+
+impl Gate {
+    /// The offers of this moment: Solana only when the facilitator names its feePayer.
+    fn offers(&self) -> Vec<Requirement> {
+        let mut out = Vec::with_capacity(self.options.len());
+        let mut missing_fee_payer = false;
+        for (opt, req) in &self.options {
+            if opt.is_solana() {
+                match self.facilitator.fee_payer(&opt.network) {
+                    Some(fp) => {
+                        let mut r = req.clone();
+                        r.extra.insert("feePayer".into(), Value::String(fp));
+                        out.push(r);
+                    }
+                    None => missing_fee_payer = true,
+                }
+            } else {
+                out.push(req.clone());
+            }
+        }
+        if missing_fee_payer {
+            self.refresh_supported_soon();
+        }
+        out
+    }
+
+    /// Starts a background /supported refresh at most every 5 s, so the 402 path never waits
+    /// on the facilitator.
+    fn refresh_supported_soon(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let last = self.last_refresh.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < 5_000 {
+            return;
+        }
+        if self
+            .last_refresh
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            let fac = self.facilitator.clone();
+            tokio::spawn(async move {
+                if let Err(e) = fac.supported().await {
+                    tracing::warn!(error = %e, "facilitator /supported failed; the Solana offer stays out of challenges");
+                } else {
+                    tracing::warn!(
+                        "facilitator does not list a Solana feePayer; the Solana offer is left out"
+                    );
+                }
+            });
+        }
+    }
+
+    fn extension_for(&self, method: &Method) -> Option<Value> {
+        self.extensions
+            .iter()
+            .find(|(m, _)| m == method)
+            .or_else(|| self.extensions.first())
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The 402: PAYMENT-REQUIRED header and the same challenge as the JSON body.
+    fn challenge(&self, method: &Method, error: &str, message: &str) -> Reply {
+        let offers = self.offers();
+        // The plain challenge is the hot path (every unpaid probe): render it once per method
+        // and set of offers, then serve clones (the body is shared `Bytes`).
+        let key = format!(
+            "{method}|{error}|{message}|{}",
+            offers
+                .iter()
+                .filter_map(|o| o.extra.get("feePayer").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let plain = error == "Payment required";
+        if plain {
+            if let Some(r) = self.rendered.read().ok().and_then(|m| m.get(&key).cloned()) {
+                return r;
+            }
+        }
+        let reply = self.render_challenge(method, error, message, &offers);
+        if plain {
+            if let Ok(mut m) = self.rendered.write() {
+                if m.len() > 64 {
+                    m.clear();
+                }
+                m.insert(key, reply.clone());
+            }
+        }
+        reply
+    }
+
+    fn render_challenge(
+        &self,
+        method: &Method,
+        error: &str,
+        message: &str,
+        offers: &[Requirement],
+    ) -> Reply {
+        let pr = payment_required(error, &self.resource, offers, self.extension_for(method));
+        let mut body = pr.clone();
+        if let Value::Object(m) = &mut body {
+            m.insert("message".into(), Value::String(message.to_string()));
+        }
+        Reply::json(StatusCode::PAYMENT_REQUIRED, &body)
+            .with_header(HEADER_REQUIRED, &encode_header(&pr))
+    }
+}
+
+#[async_trait]
+impl Stage for Gate {
+    async fn run(&self, ex: &mut Exchange) -> Flow {
+        let header = ex
+            .headers
+            .get(HEADER_SIGNATURE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let probe = matches!(ex.method, Method::OPTIONS | Method::HEAD);
+        let Some(header) = header.filter(|_| !probe) else {
+            let msg = if ex.headers.contains_key("x-payment") {
+                "this service speaks x402 v2: send the payment in PAYMENT-SIGNATURE, not X-PAYMENT"
+            } else {
+                "pay with x402 v2: sign one of `accepts` and repeat the request with PAYMENT-SIGNATURE"
+            };
+            ex.reply = Some(self.challenge(&ex.method, "Payment required", msg));
+            return Flow::Reply;
+        };
+        let payload = match decode_header(&header) {
+            Ok(v) => v,
+            Err(e) => {
+                return ex.fail(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_payment_header",
+                    format!("PAYMENT-SIGNATURE is not base64 JSON of an x402 payload: {e}"),
+                )
+            }
+        };
+        if let Err(e) = check_payload_shape(&payload) {
+            return ex.fail(
+                StatusCode::BAD_REQUEST,
+                "invalid_payment_header",
+                format!("PAYMENT-SIGNATURE is not an x402 v2 payment payload: {e}"),
+            );
+        }
+        // Bad input with a payment attached is a 400 before the facilitator (docs/payments.md).
+        if let Some(r) = ex.input_error.take() {
+            ex.reply = Some(r);
+            return Flow::Reply;
+        }
+        let offers = self.offers();
+        let accepted = payload.get("accepted").cloned().unwrap_or(Value::Null);
+        let Some(offer) = find_offer(&offers, &accepted).cloned() else {
+            ex.reply = Some(self.challenge(
+                &ex.method,
+                "No matching payment requirements",
+                "the signed offer does not match any current offer of this route; pay one of `accepts` as it is",
+            ));
+            return Flow::Reply;
+        };
+        if let Some(r) = self.check_resource(&payload) {
+            return ex.fail(StatusCode::BAD_REQUEST, "invalid_payment", r);
+        }
+        let Some(key) = payment_key(&payload) else {
+            return ex.fail(
+                StatusCode::BAD_REQUEST,
+                "invalid_payment_header",
+                "the payment carries no authorization nonce or transaction",
+            );
+        };
+        let pid = match identifier::parse(&payload) {
+            Ok(p) => p,
+            Err(e) => return ex.fail(StatusCode::BAD_REQUEST, "invalid_payment_identifier", e),
+        };
+        let valid_before = valid_before(&payload)
+            .unwrap_or_else(|| now_ms() / 1000 + offer.max_timeout_seconds as i64);
+        let store = match self.ledger.store().await {
+            Ok(s) => s,
+            Err(e) => return self.ledger_down(ex, &e),
+        };
+        let binding = Binding {
+            route: ex.route.path.clone(),
+            method: ex.method.as_str().to_string(),
+            input_hash: input_hash(&ex.input),
+        };
+        let header_hash = sha256_hex(header.as_bytes());
+        if let Some(pid) = &pid {
+            match store.by_pid(&binding.route, pid).await {
+                Ok(Some(row)) if row.key != key || row.header_hash != header_hash => {
+                    return ex.fail(
+                        StatusCode::CONFLICT,
+                        "payment_identifier_conflict",
+                        "this payment-identifier id was already used with another payment on this route; use a new id for a new payment",
+                    )
+                }
+                Ok(_) => {}
+                Err(e) => return self.ledger_down(ex, &e),
+            }
+        }
+        let new = NewPayment {
+            key: key.clone(),
+            binding,
+            header_hash: header_hash.clone(),
+            pid: pid.clone(),
+            amount: offer.amount.clone(),
+            asset: offer.asset.clone(),
+            network: offer.network.clone(),
+            pay_to: offer.pay_to.clone(),
+            payer: payer_named(&payload),
+            request_id: ex.id.clone(),
+            valid_before,
+        };
+        let lease_ms = self.ledger.settings.lease.as_millis() as i64;
+        let claim = match store
+            .claim(&new, self.ledger.owner(), now_ms(), lease_ms)
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => return self.ledger_down(ex, &e),
+        };
+        let mut paid = Paid {
+            payload,
+            offer,
+            key,
+            payer: None,
+            pid,
+            valid_before,
+            resume: None,
+        };
+        let release = Update {
+            release: true,
+            ..Default::default()
+        };
+        match claim {
+            Claim::Fresh => {}
+            Claim::PidTaken => {
+                return ex.fail(
+                    StatusCode::CONFLICT,
+                    "payment_identifier_conflict",
+                    "this payment-identifier id was already used with another payment on this route; use a new id for a new payment",
+                )
+            }
+            Claim::Mismatch(_) => {
+                return ex.fail(
+                    StatusCode::CONFLICT,
+                    "payment_bound_elsewhere",
+                    "this payment was first presented for another route, method or input; a payment pays for one call only",
+                )
+            }
+            Claim::Busy(_) => {
+                return ex.fail_with(
+                    StatusCode::CONFLICT,
+                    "payment_in_flight",
+                    "this payment is being worked by another request; repeat the same request after Retry-After seconds for its answer",
+                    &[("retry-after", "2")],
+                )
+            }
+            Claim::Taken(row) => {
+                let takeover = decide_takeover(&row, &header_hash, self.ledger.settings.max_attempts);
+                match takeover {
+                    Takeover::Work => {}
+                    Takeover::Serve => {
+                        let _ = store.update(&paid.key, self.ledger.owner(), &release, now_ms()).await;
+                        ex.reply = row.reply.as_ref().map(kept_to_reply);
+                        ex.slots.put(Replayed);
+                        return Flow::Reply;
+                    }
+                    Takeover::Resume => {
+                        paid.payer = row.payer.clone();
+                        ex.reply = Some(
+                            row.reply
+                                .as_ref()
+                                .map(kept_to_reply)
+                                .unwrap_or_else(|| Reply::error(StatusCode::OK, "reply_not_kept", "")),
+                        );
+                        paid.resume = Some(Resume { row });
+                        ex.slots.put(paid);
+                        return Flow::Reply;
+                    }
+                    Takeover::Refuse(status, code, message) => {
+                        let _ = store.update(&paid.key, self.ledger.owner(), &release, now_ms()).await;
+                        return ex.fail(status, code, message);
+                    }
+                }
+            }
+        }
+        match self.facilitator.verify(&paid.payload, &paid.offer).await {
+            Ok(v) if v.is_valid => {
+                if let Some(ext) = &v.extension_responses {
+                    tracing::info!(request_id = %ex.id, extensions = %ext, "facilitator extension responses");
+                }
+                paid.payer = v.payer.clone().or_else(|| payer_named(&paid.payload));
+                let u = Update {
+                    state: Some(State::Verified),
+                    payer: paid.payer.clone(),
+                    ..Default::default()
+                };
+                if let Err(e) = store
+                    .update(&paid.key, self.ledger.owner(), &u, now_ms())
+                    .await
+                {
+                    return self.ledger_down(ex, &e);
+                }
+                ex.slots.put(paid);
+                Flow::Continue
+            }
+            Ok(v) => {
+                let reason = v
+                    .invalid_reason
+                    .clone()
+                    .unwrap_or_else(|| "payment_invalid".into());
+                tracing::info!(request_id = %ex.id, reason = %reason, "payment refused by verify");
+                let u = Update {
+                    state: Some(State::NotCharged),
+                    error: Some(format!("verify: {reason}")),
+                    release: true,
+                    ..Default::default()
+                };
+                let _ = store
+                    .update(&paid.key, self.ledger.owner(), &u, now_ms())
+                    .await;
+                ex.reply = Some(self.challenge(
+                    &ex.method,
+                    &reason,
+                    &format!("the facilitator refused the payment: {reason}"),
+                ));
+                Flow::Reply
+            }
+            Err(e) => {
+                let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_GATEWAY);
+                tracing::warn!(request_id = %ex.id, error = %e, "facilitator verify failed");
+                let u = Update {
+                    error: Some(format!("verify: {}", e.code())),
+                    release: true,
+                    ..Default::default()
+                };
+                let _ = store
+                    .update(&paid.key, self.ledger.owner(), &u, now_ms())
+                    .await;
+                ex.fail(status, e.code(), facilitator_message(&e))
+            }
+        }
+    }
+}
+
+/// Marks an exchange answered from a kept reply (settle leaves it as it is).
+#[derive(Debug, Clone, Copy)]
+pub struct Replayed;
+
+/// What to do with a known payment this request now holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Takeover {
+    /// No money moved for it: verify and work (again).
+    Work,
+    /// Settled, and its reply is kept for this very header: serve it as it was.
+    Serve,
+    /// Money in doubt, reply kept: confirm the settlement, then release or withhold.
+    Resume,
+    Refuse(StatusCode, &'static str, String),
+}
+
+/// The rule for a payment met again (pure: unit-tested below).
+fn decide_takeover(row: &Row, header_hash: &str, max_attempts: i64) -> Takeover {
+    let same_header = row.header_hash == header_hash;
+    match row.state {
+        // An earlier holder stopped before any settlement: nothing moved.
+        State::Claimed | State::Verified => Takeover::Work,
+        State::NotCharged | State::SettleFailed => {
+            if row.attempts > max_attempts {
+                Takeover::Refuse(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "payment_attempts_exhausted",
+                    format!(
+                        "this payment was already tried {} times without a charged answer; sign a new payment to try again",
+                        row.attempts - 1
+                    ),
+                )
+            } else {
+                Takeover::Work
+            }
+        }
+        State::Settled if same_header && row.reply.is_some() => Takeover::Serve,
+        State::Settled => Takeover::Refuse(
+            StatusCode::CONFLICT,
+            "payment_already_used",
+            format!(
+                "this payment was settled for an earlier call (transaction {}); its answer is no longer kept: sign a new payment",
+                row.transaction.as_deref().unwrap_or("unknown")
+            ),
+        ),
+        State::Settling | State::Pending if same_header => Takeover::Resume,
+        State::Settling | State::Pending => Takeover::Refuse(
+            StatusCode::CONFLICT,
+            "payment_in_flight",
+            "this payment's settlement is being confirmed; repeat the request with the exact same PAYMENT-SIGNATURE".into(),
+        ),
+    }
+}
+
+/// A kept reply as an answer, exactly as stored.
+pub fn kept_to_reply(k: &KeptReply) -> Reply {
+    let mut headers = http::HeaderMap::new();
+    for (n, v) in &k.headers {
+        if let (Ok(n), Ok(v)) = (
+            http::header::HeaderName::from_bytes(n.as_bytes()),
+            http::HeaderValue::from_str(v),
+        ) {
+            headers.append(n, v);
+        }
+    }
+    Reply {
+        status: StatusCode::from_u16(k.status).unwrap_or(StatusCode::OK),
+        headers,
+        body: bytes::Bytes::from(k.body.clone()),
+    }
+}
+
+/// An answer as a kept reply.
+pub fn reply_to_kept(r: &Reply) -> KeptReply {
+    KeptReply {
+        status: r.status.as_u16(),
+        headers: r
+            .headers
+            .iter()
+            .filter_map(|(n, v)| {
+                v.to_str()
+                    .ok()
+                    .map(|v| (n.as_str().to_string(), v.to_string()))
+            })
+            .collect(),
+        body: r.body.to_vec(),
+    }
+}
+
+/// Hex SHA-256.
+pub fn sha256_hex(data: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, data)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The validated input's fingerprint: keys sorted, so the order of query parameters does not
+/// make two calls differ.
+pub fn input_hash(input: &Map<String, Value>) -> String {
+    let sorted: std::collections::BTreeMap<&String, &Value> = input.iter().collect();
+    sha256_hex(&serde_json::to_vec(&sorted).unwrap_or_default())
+}
+
+/// EVM `validBefore` (unix seconds) of an EIP-3009 or Permit2 payload.
+fn valid_before(payload: &Value) -> Option<i64> {
+    let inner = payload.get("payload")?;
+    let v = inner
+        .get("authorization")
+        .and_then(|a| a.get("validBefore"))
+        .or_else(|| {
+            inner
+                .get("permit2Authorization")
+                .and_then(|a| a.get("deadline"))
+        })?;
+    match v {
+        Value::String(s) => s.parse::<i64>().ok(),
+        Value::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// The payer the payload names (EVM `from`), lower-cased.
+fn payer_named(payload: &Value) -> Option<String> {
+    let inner = payload.get("payload")?;
+    inner
+        .get("authorization")
+        .or_else(|| inner.get("permit2Authorization"))?
+        .get("from")?
+        .as_str()
+        .map(str::to_ascii_lowercase)
+}
+
+impl Gate {
+    /// `payload.resource`, when the client echoes it, must name this route.
+    fn check_resource(&self, payload: &Value) -> Option<String> {
+        let url = payload.get("resource")?.get("url")?.as_str()?;
+        let ours = self.resource.url.trim_end_matches('/');
+        let theirs = url
+            .split(['?', '#'])
+            .next()
+            .unwrap_or(url)
+            .trim_end_matches('/');
+        (theirs != ours).then(|| {
+            format!("the payment's resource.url is {url}, but this route is {ours}: a payment pays for the resource it names")
+        })
+    }
+
+    fn ledger_down(&self, ex: &mut Exchange, e: &LedgerError) -> Flow {
+        tracing::error!(request_id = %ex.id, error = %e, "payment ledger unavailable; paid call refused before verify");
+        ex.fail_with(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ledger_unavailable",
+            "the payment ledger is unavailable, so no payment can be taken now; nothing was charged, retry after Retry-After seconds",
+            &[("retry-after", "5")],
+        )
+    }
+}
+
+fn facilitator_message(e: &FacilitatorError) -> String {
+    match e {
+        FacilitatorError::Timeout => {
+            "the payment facilitator did not answer in time; nothing was charged, retry later"
+                .into()
+        }
+        _ => {
+            "the payment facilitator could not be reached; nothing was charged, retry later".into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(state: State, attempts: i64, reply: bool) -> Row {
+        Row {
+            key: "k".into(),
+            binding: Binding {
+                route: "/api/http".into(),
+                method: "GET".into(),
+                input_hash: "i".into(),
+            },
+            header_hash: "h".into(),
+            pid: None,
+            amount: "1".into(),
+            asset: "a".into(),
+            network: "n".into(),
+            pay_to: "p".into(),
+            payer: None,
+            request_id: "r".into(),
+            state,
+            attempts,
+            lease_owner: "o".into(),
+            lease_until_ms: 0,
+            valid_before: 0,
+            transaction: Some("0xt".into()),
+            error: None,
+            reply: reply.then(|| KeptReply {
+                status: 200,
+                headers: vec![],
+                body: b"{}".to_vec(),
+            }),
+            reply_expires_ms: None,
+            created_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_payment_met_again_is_worked_served_resumed_or_refused() {
+        use Takeover::*;
+        assert_eq!(
+            decide_takeover(&row(State::Claimed, 2, false), "h", 3),
+            Work
+        );
+        assert_eq!(
+            decide_takeover(&row(State::Verified, 9, false), "x", 3),
+            Work
+        );
+        assert_eq!(
+            decide_takeover(&row(State::NotCharged, 3, false), "h", 3),
+            Work
+        );
+        assert!(matches!(
+            decide_takeover(&row(State::NotCharged, 4, false), "h", 3),
+            Refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                "payment_attempts_exhausted",
+                _
+            )
+        ));
+        assert_eq!(
+            decide_takeover(&row(State::Settled, 2, true), "h", 3),
+            Serve
+        );
+        assert!(matches!(
+            decide_takeover(&row(State::Settled, 2, true), "other", 3),
+            Refuse(StatusCode::CONFLICT, "payment_already_used", _)
+        ));
+        assert!(matches!(
+            decide_takeover(&row(State::Settled, 2, false), "h", 3),
+            Refuse(StatusCode::CONFLICT, "payment_already_used", _)
+        ));
+        assert_eq!(
+            decide_takeover(&row(State::Pending, 2, true), "h", 3),
+            Resume
+        );
+        assert_eq!(
+            decide_takeover(&row(State::Settling, 2, true), "h", 3),
+            Resume
+        );
+        assert!(matches!(
+            decide_takeover(&row(State::Pending, 2, true), "other", 3),
+            Refuse(StatusCode::CONFLICT, "payment_in_flight", _)
+        ));
+    }
+
+    #[test]
+    fn input_hashes_ignore_parameter_order() {
+        let mut a = Map::new();
+        a.insert("url".into(), json!("https://x"));
+        a.insert("n".into(), json!(3));
+        let mut b = Map::new();
+        b.insert("n".into(), json!(3));
+        b.insert("url".into(), json!("https://x"));
+        assert_eq!(input_hash(&a), input_hash(&b));
+        b.insert("n".into(), json!(4));
+        assert_ne!(input_hash(&a), input_hash(&b));
+    }
+}

@@ -1,0 +1,25 @@
+//! The money path, in one folder: every rule about taking a payment lives here.
+//!
+//! - `gate`: the x402 door of a paid route (402 challenge, decode, match, local checks, ledger
+//!   claim, facilitator verify) — the `payment_gate` stage;
+//! - `bill`: whether the finished reply is charged — the `bill` stage;
+//! - `settle`: settlement, the receipt, kept replies and their release — the `settle` stage;
+//! - `ledger`: every payment on record (SQLite or Postgres), claims across instances;
+//! - `identifier`: the payment-identifier extension (idempotent retries);
+//! - `confirm`: a settlement confirmed on chain (EIP-3009 events), the only proof besides the
+//!   facilitator's success that releases a kept reply;
+//! - `paid`: the typed payment the gate hands to bill and settle.
+//!
+//! The chain runner knows none of this: the three stages are registered like any other, and
+//! meet through the exchange's typed slots.
+
+pub mod bill;
+pub mod confirm;
+pub mod gate;
+pub mod identifier;
+pub mod ledger;
+pub mod paid;
+pub mod settle;
+pub mod upkeep;
+
+pub use paid::{Billed, Paid, Resume};

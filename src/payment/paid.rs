@@ -1,0 +1,34 @@
+//! What the payment stages hand each other through the exchange's slots.
+
+use serde_json::Value;
+
+use super::ledger::Row;
+use crate::x402::types::Requirement;
+
+/// A payment the gate accepted: verified by the facilitator, or a known payment whose money is
+/// in doubt and whose kept reply may be released (`resume`).
+#[derive(Debug, Clone)]
+pub struct Paid {
+    /// The decoded PAYMENT-SIGNATURE, verbatim.
+    pub payload: Value,
+    /// Our offer it matched (what the facilitator is asked to settle).
+    pub offer: Requirement,
+    /// The payment's identity in the ledger.
+    pub key: String,
+    pub payer: Option<String>,
+    /// The payment-identifier id, when the client sent one.
+    pub pid: Option<String>,
+    /// Unix seconds after which the authorization can no longer be settled.
+    pub valid_before: i64,
+    pub resume: Option<Resume>,
+}
+
+/// A payment whose reply was kept while its settlement was in doubt (`settling`/`pending`).
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub row: Row,
+}
+
+/// The bill stage's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Billed(pub bool);
