@@ -46,6 +46,14 @@ const ROUTES: &str = r#"routes:
     demo:
       ttl_s: 3600
       describe: no input
+  - path: /api/flaky
+    methods: [GET]
+    price_usd: "0.01"
+    summary: Works once, then its upstream fails
+    pipeline: flaky
+    demo:
+      ttl_s: 1
+      describe: no input
   - path: /api/nodemo
     methods: [GET]
     price_usd: "0.01"
@@ -60,6 +68,7 @@ const ROUTES: &str = r#"routes:
 const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
 const COUNTED: &str = "name: counted\nstages:\n  - stage: payment_gate\n  - stage: count\n    with: { counter: COUNTER, delay_ms: 300 }\n  - stage: bill\n  - stage: settle\n";
 const BROKEN: &str = "name: broken\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { status: 502, body: { error: upstream_error, message: the upstream failed } }\n  - stage: bill\n  - stage: settle\n";
+const FLAKY: &str = "name: flaky\nstages:\n  - stage: payment_gate\n  - stage: count\n    with: { counter: FLAKY, fail_after: 1 }\n  - stage: bill\n  - stage: settle\n";
 const PING: &str = "name: ping\nstages:\n  - stage: static_reply\n";
 
 async fn start_demo(
@@ -75,12 +84,14 @@ async fn start_demo(
         ROUTES
     );
     let counted = COUNTED.replace("COUNTER", counter);
+    let flaky = FLAKY.replace("FLAKY", &format!("{counter}-flaky"));
     serve_yaml(
         &yaml,
         &[
             ("paid_static", PAID_STATIC),
             ("counted", &counted),
             ("broken", BROKEN),
+            ("flaky", &flaky),
             ("ping", PING),
         ],
     )
@@ -153,16 +164,45 @@ async fn a_crowd_on_a_cold_demo_runs_the_chain_once() {
 }
 
 #[tokio::test]
-async fn a_failed_sample_reports_its_status_and_is_not_cached_publicly() {
+async fn a_failed_sample_is_answered_with_its_own_status_never_a_200_envelope() {
     let (_d, server) = start_demo("failed", NO_FACILITATOR, 100, 100, &[]).await;
     let (status, h, v) = get_json(&server.url("/api/demo/broken")).await;
-    assert_eq!(status, 200, "the demo itself worked");
-    assert_eq!(v["sample_status"], 502);
-    assert_eq!(
-        v["sample"],
-        json!({"error": "upstream_error", "message": "the upstream failed"})
+    assert_eq!(status, 502, "the failure's own status: {v}");
+    assert_eq!(v["error"], "upstream_error");
+    assert_eq!(v["message"], "the upstream failed");
+    assert_eq!(v["demo"], true);
+    assert_eq!(v["paid_endpoint"], "https://api.paycall.test/api/broken");
+    assert!(
+        v.get("sample").is_none(),
+        "no envelope around a failure: {v}"
     );
     assert_eq!(h["cache-control"], "no-store");
+    assert_eq!(h["retry-after"], "30", "the failed sample is kept 30 s");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_refresh_serves_the_last_good_sample() {
+    let (_d, server) = start_demo("stale", NO_FACILITATOR, 100, 100, &[]).await;
+    let (status, h, v) = get_json(&server.url("/api/demo/flaky")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["sample"]["run"], 1);
+    assert!(v.get("stale").is_none());
+    assert_eq!(h["cache-control"], "public, max-age=60");
+    // The 1 s sample expires; the refresh fails (run 2 answers 502).
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let (status, h, v) = get_json(&server.url("/api/demo/flaky")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["sample_status"], 200);
+    assert_eq!(v["sample"]["run"], 1, "the last good sample");
+    assert_eq!(v["stale"], true);
+    assert!(
+        v["note"].as_str().unwrap().contains("HTTP 502"),
+        "{}",
+        v["note"]
+    );
+    assert_eq!(h["cache-control"], "no-store");
+    assert_eq!(runs("stale-flaky"), 2);
     server.shutdown().await;
 }
 
@@ -173,7 +213,7 @@ async fn unknown_names_are_404_with_the_list_of_demos() {
         let (status, _, v) = get_json(&server.url(&format!("/api/demo/{name}"))).await;
         assert_eq!(status, 404, "{name}");
         assert_eq!(v["error"], "unknown_demo");
-        assert_eq!(v["demos"], json!(["echo", "counted", "broken"]));
+        assert_eq!(v["demos"], json!(["echo", "counted", "broken", "flaky"]));
     }
     let resp = client()
         .post(server.url("/api/demo/echo"))
@@ -251,5 +291,62 @@ async fn forwarded_for_from_a_trusted_proxy_names_the_client() {
         statuses.push(status);
     }
     assert_eq!(statuses, vec![200, 200, 429]);
+    server.shutdown().await;
+}
+
+/// The shipped routes.yaml, with nothing reachable: no allowlist, no facilitator, a base_url
+/// that resolves nowhere here. Demos whose input the service serves itself must still work.
+fn shipped_offline() -> paycall::config::Config {
+    let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let env = |k: &str| match k {
+        "PAYCALL_EVM_PAY_TO" => Some(EVM_PAY_TO.to_string()),
+        "PAYCALL_SOLANA_PAY_TO" => Some("FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".to_string()),
+        "PAYCALL_FACILITATOR_URL" => Some(NO_FACILITATOR.to_string()),
+        _ => None,
+    };
+    paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn http_and_fetch_demos_work_on_a_deployment_that_reaches_nothing() {
+    let server = start(shipped_offline()).await;
+    let (status, _, v) = get_json(&server.url("/api/demo/http")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["sample_status"], 200, "{v}");
+    let s = &v["sample"];
+    assert_eq!(s["status"], 200, "{s}");
+    assert_eq!(
+        s["requestedUrl"],
+        "https://paycall.example.com/samples/harbour-guide.html"
+    );
+    assert!(s["body"].as_str().unwrap().contains("Old Harbour"), "{s}");
+    assert!(s["headers"]["content-type"]
+        .as_str()
+        .unwrap()
+        .starts_with("text/html"));
+
+    let (status, _, v) = get_json(&server.url("/api/demo/fetch")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["sample_status"], 200, "{v}");
+    let content = v["sample"]["content"].as_str().unwrap();
+    assert!(content.contains("The Lighthouse Loop"), "{content}");
+
+    // The page itself is served, and is what the demos read.
+    let resp = client()
+        .get(server.url("/samples/harbour-guide.html"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let page = resp.text().await.unwrap();
+    let on_disk = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("static/harbour-guide.html"),
+    )
+    .unwrap();
+    assert_eq!(page, on_disk);
     server.shutdown().await;
 }

@@ -508,7 +508,13 @@ async fn status_reports_facilitator_and_route_readiness_and_caches_the_check() {
     assert!(echo.get("reason").is_none());
     let ping = routes.iter().find(|r| r["name"] == "ping").unwrap();
     assert_eq!(ping["price"], Value::Null);
-    assert_eq!(doc["ok"], false, "a route is not ready");
+    // A route that cannot serve does not stop the service taking paid calls: `ok` is about the
+    // config and the facilitator, the route is listed under `degraded` with its reason.
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(
+        doc["degraded"],
+        json!([{"path": "/api/render", "name": "render", "reason": "unready: chromium missing"}])
+    );
     // the check is reused: more /status calls do not reach the facilitator again
     for _ in 0..3 {
         let (_, _, again) = get_json(&server.url("/status")).await;
@@ -517,6 +523,49 @@ async fn status_reports_facilitator_and_route_readiness_and_caches_the_check() {
     // one check for /status, plus the server's startup warm-up of /supported (Solana feePayer)
     assert_eq!(fac.hits.load(std::sync::atomic::Ordering::SeqCst), 2);
     server.shutdown().await;
+}
+
+/// The README's own run: the shipped routes.yaml, no search key. Before, /status said
+/// `ok: false` for it although every paid call could be taken.
+#[tokio::test]
+async fn status_is_ok_on_the_shipped_config_without_a_search_key() {
+    let fac = fake_facilitator().await;
+    let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac_url = fac.url.clone();
+    let env = move |k: &str| match k {
+        "PAYCALL_EVM_PAY_TO" => Some(EVM_PAY_TO.to_string()),
+        "PAYCALL_SOLANA_PAY_TO" => Some("FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".to_string()),
+        "PAYCALL_FACILITATOR_URL" => Some(fac_url.clone()),
+        _ => None,
+    };
+    let config = paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let server = start(config).await;
+    let (status, _, doc) = get_json(&server.url("/status")).await;
+    server.shutdown().await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["ok"], true, "{doc}");
+    let degraded = doc["degraded"].as_array().expect("degraded is a list");
+    for d in degraded {
+        assert!(d["path"].is_string() && d["name"].is_string(), "{d}");
+        assert!(!d["reason"].as_str().unwrap().is_empty(), "{d}");
+        let route = doc["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == d["path"])
+            .unwrap();
+        assert_eq!(route["ready"], false, "{route}");
+    }
+    if std::env::var_os("BRAVE_API_KEY").is_none() {
+        let search = degraded
+            .iter()
+            .find(|d| d["path"] == "/api/search")
+            .unwrap_or_else(|| panic!("search listed as degraded: {doc}"));
+        assert!(
+            search["reason"].as_str().unwrap().contains("BRAVE_API_KEY"),
+            "{search}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -536,7 +585,7 @@ async fn status_says_unreachable_when_nothing_listens() {
         .as_str()
         .unwrap()
         .contains("connection"));
-    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["ok"], false, "no facilitator, no paid calls");
     // a refused connection must not wait for the 3 s deadline
     assert!(took < Duration::from_secs(3), "took {took:?}");
     server.shutdown().await;

@@ -412,7 +412,10 @@ async fn credentials_are_dropped_when_a_redirect_changes_origin() {
     let mut headers = HeaderMap::new();
     headers.insert("authorization", HeaderValue::from_static("Bearer t"));
     headers.insert("x-api-key", HeaderValue::from_static("k"));
-    headers.insert("x-trace", HeaderValue::from_static("kept"));
+    headers.insert("x-goog-api-key", HeaderValue::from_static("g"));
+    headers.insert("x-amz-security-token", HeaderValue::from_static("s"));
+    headers.insert("x-trace", HeaderValue::from_static("t"));
+    headers.insert("accept", HeaderValue::from_static("text/plain"));
 
     let mut req = get(&up.url("/same"));
     req.headers = headers.clone();
@@ -421,6 +424,7 @@ async fn credentials_are_dropped_when_a_redirect_changes_origin() {
     assert_eq!(last.target, "/final");
     assert_eq!(last.header("authorization"), Some("Bearer t"));
     assert_eq!(last.header("x-api-key"), Some("k"));
+    assert_eq!(last.header("x-goog-api-key"), Some("g"));
 
     let mut req = get(&up.url("/cross"));
     req.headers = headers;
@@ -429,7 +433,15 @@ async fn credentials_are_dropped_when_a_redirect_changes_origin() {
     let landed = &other.requests()[0];
     assert_eq!(landed.header("authorization"), None);
     assert_eq!(landed.header("x-api-key"), None);
-    assert_eq!(landed.header("x-trace"), Some("kept"));
+    // Any header that may carry a credential stays behind, not only the well-known names.
+    assert_eq!(landed.header("x-goog-api-key"), None);
+    assert_eq!(landed.header("x-amz-security-token"), None);
+    assert_eq!(landed.header("x-trace"), None);
+    assert_eq!(
+        landed.header("accept"),
+        Some("text/plain"),
+        "descriptive headers follow"
+    );
 }
 
 #[tokio::test]

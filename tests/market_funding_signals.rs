@@ -20,6 +20,22 @@ async fn demo_with(up: &market::MarketUpstreams, down: &[&str], route: &str) -> 
     body
 }
 
+/// A demo whose sample fails: no 200 envelope, the failure's own status and error body
+/// (`demo: true`), `Retry-After` on a 503.
+async fn demo_failure(up: &market::MarketUpstreams, down: &[&str], route: &str) -> (u16, Value) {
+    let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
+    let server = server_support::start(cfg).await;
+    let (status, h, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
+    server.shutdown().await;
+    assert!(status >= 400, "{status}: {body}");
+    assert_eq!(body["demo"], true, "{body}");
+    assert!(body.get("sample").is_none(), "{body}");
+    if status == 503 {
+        assert!(h.contains_key("retry-after"), "{status}: {body}");
+    }
+    (status, body)
+}
+
 fn close(v: &Value, expected: f64, tol: f64) -> bool {
     v.as_f64()
         .map(|x| (x - expected).abs() <= tol)
@@ -73,19 +89,27 @@ async fn hyperliquid_is_the_second_funding_source() {
 
 #[tokio::test]
 async fn funding_fails_not_charged_when_both_sources_fail() {
+    // OKX unreachable, Hyperliquid answering garbage: worth a retry, so 503 (docs/market.md).
     let up = market::start().await;
     up.set("hyperliquid", Mode::Empty);
-    let env = demo_with(&up, &["okx"], "funding").await;
-    assert_eq!(env["sample_status"], 502, "{env}");
-    let b = &env["sample"];
-    assert_eq!(b["error"], "upstream_error");
+    let (status, b) = demo_failure(&up, &["okx"], "funding").await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["error"], "upstream_unavailable");
     assert_eq!(b["upstream"], "okx, hyperliquid");
     assert!(b["message"].as_str().unwrap().contains("not charged"));
 
+    // Both answering garbage: 502.
     let up = market::start().await;
-    let env = demo_with(&up, &["okx", "hyperliquid"], "funding").await;
-    assert_eq!(env["sample_status"], 503, "{env}");
-    assert_eq!(env["sample"]["error"], "upstream_unavailable");
+    up.set("okx", Mode::Malformed);
+    up.set("hyperliquid", Mode::Empty);
+    let (status, b) = demo_failure(&up, &[], "funding").await;
+    assert_eq!(status, 502, "{b}");
+    assert_eq!(b["error"], "upstream_error");
+
+    let up = market::start().await;
+    let (status, b) = demo_failure(&up, &["okx", "hyperliquid"], "funding").await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["error"], "upstream_unavailable");
 }
 
 #[tokio::test]
@@ -138,23 +162,23 @@ async fn signals_upstream_failures() {
     // Candles malformed → 502 naming coinbase_exchange.
     let up = market::start().await;
     up.set("coinbase_exchange", Mode::Malformed);
-    let env = demo_with(&up, &[], "signals").await;
-    assert_eq!(env["sample_status"], 502, "{env}");
-    assert_eq!(env["sample"]["upstream"], "coinbase_exchange");
+    let (status, b) = demo_failure(&up, &[], "signals").await;
+    assert_eq!(status, 502, "{b}");
+    assert_eq!(b["upstream"], "coinbase_exchange");
 
     // Empty candle list → 502, too little history.
     let up = market::start().await;
     let empty = market::fixtures().join("coinbase_exchange/_empty.json");
     assert!(empty.exists());
     up.set("coinbase_exchange", Mode::Empty);
-    let env = demo_with(&up, &[], "signals").await;
-    assert_eq!(env["sample_status"], 502, "{env}");
+    let (status, b) = demo_failure(&up, &[], "signals").await;
+    assert_eq!(status, 502, "{b}");
 
     // Candles down → 503.
     let up = market::start().await;
-    let env = demo_with(&up, &["coinbase_exchange"], "signals").await;
-    assert_eq!(env["sample_status"], 503, "{env}");
-    assert_eq!(env["sample"]["error"], "upstream_unavailable");
+    let (status, b) = demo_failure(&up, &["coinbase_exchange"], "signals").await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["error"], "upstream_unavailable");
 
     // Funding from the second source still gives signals.
     let up = market::start().await;

@@ -27,6 +27,22 @@ async fn demo_with(up: &market::MarketUpstreams, down: &[&str], route: &str) -> 
     body
 }
 
+/// A demo whose sample fails: no 200 envelope, the failure's own status and error body
+/// (`demo: true`), `Retry-After` on a 503.
+async fn demo_failure(up: &market::MarketUpstreams, down: &[&str], route: &str) -> (u16, Value) {
+    let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
+    let server = server_support::start(cfg).await;
+    let (status, h, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
+    server.shutdown().await;
+    assert!(status >= 400, "{status}: {body}");
+    assert_eq!(body["demo"], true, "{body}");
+    assert!(body.get("sample").is_none(), "{body}");
+    if status == 503 {
+        assert!(h.contains_key("retry-after"), "{status}: {body}");
+    }
+    (status, body)
+}
+
 fn close(v: &Value, expected: f64, tol: f64) -> bool {
     v.as_f64()
         .map(|x| (x - expected).abs() <= tol)
@@ -131,38 +147,32 @@ async fn gas_backup_rpc_and_failures() {
 
     // Both Ethereum RPCs down → 503 naming both, not charged.
     let up = market::start().await;
-    let env = demo_with(&up, &["eth_rpc", "eth_rpc_backup"], "gas").await;
-    assert_eq!(env["sample_status"], 503, "{env}");
-    assert_eq!(env["sample"]["upstream"], "eth_rpc, eth_rpc_backup");
-    assert!(env["sample"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("not charged"));
+    let (status, b) = demo_failure(&up, &["eth_rpc", "eth_rpc_backup"], "gas").await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["upstream"], "eth_rpc, eth_rpc_backup");
+    assert!(b["message"].as_str().unwrap().contains("not charged"));
 
     // Malformed JSON from both Base RPCs → 502.
     let up = market::start().await;
     up.set("base_rpc", Mode::Malformed);
     up.set("base_rpc_backup", Mode::Malformed);
-    let env = demo_with(&up, &[], "gas").await;
-    assert_eq!(env["sample_status"], 502, "{env}");
-    assert_eq!(env["sample"]["error"], "upstream_error");
+    let (status, b) = demo_failure(&up, &[], "gas").await;
+    assert_eq!(status, 502, "{b}");
+    assert_eq!(b["error"], "upstream_error");
 
     // Empty results (null) → 502 saying so.
     let up = market::start().await;
     up.set("eth_rpc", Mode::Empty);
     up.set("eth_rpc_backup", Mode::Empty);
-    let env = demo_with(&up, &[], "gas").await;
-    assert_eq!(env["sample_status"], 502, "{env}");
-    assert!(env["sample"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("no result"));
+    let (status, b) = demo_failure(&up, &[], "gas").await;
+    assert_eq!(status, 502, "{b}");
+    assert!(b["message"].as_str().unwrap().contains("no result"));
 
     // No price source → 503 naming the price upstreams.
     let up = market::start().await;
-    let env = demo_with(&up, &["coinbase_exchange", "coingecko"], "gas").await;
-    assert_eq!(env["sample_status"], 503, "{env}");
-    assert_eq!(env["sample"]["upstream"], "coinbase_exchange, coingecko");
+    let (status, b) = demo_failure(&up, &["coinbase_exchange", "coingecko"], "gas").await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["upstream"], "coinbase_exchange, coingecko");
 }
 
 #[tokio::test]
@@ -236,9 +246,13 @@ async fn free_portfolio(
         "      - name: address\n        type: string\n        required: true\n        pattern: \"^0x[a-fA-F0-9]{40}$\"\n",
     );
     let server = server_support::start(cfg).await;
-    let (status, _, body) =
+    let (status, h, body) =
         get_json(&server.url(&format!("/api/portfolio?address={address}"))).await;
     server.shutdown().await;
+    // An unavailable upstream is worth a retry, and the answer says when.
+    if status == 503 {
+        assert_eq!(h["retry-after"], "30", "{body}");
+    }
     (status, body)
 }
 

@@ -83,9 +83,9 @@ async fn coingecko_is_the_second_source() {
 async fn both_sources_down_is_503_naming_them() {
     let up = market::start().await;
     up.set("coingecko", Mode::Status(429));
-    let (_, env) = demo_with(&up, &["coinbase_exchange"]).await;
-    assert_eq!(env["sample_status"], 503, "{env}");
-    let b = &env["sample"];
+    let (status, b) = demo_with(&up, &["coinbase_exchange"]).await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["demo"], true, "{b}");
     assert_eq!(b["error"], "upstream_unavailable");
     assert_eq!(b["upstream"], "coinbase_exchange, coingecko");
     assert!(
@@ -95,24 +95,35 @@ async fn both_sources_down_is_503_naming_them() {
 }
 
 #[tokio::test]
+async fn one_source_unreachable_and_the_other_garbage_is_503_with_retry_after() {
+    let up = market::start().await;
+    up.set("coingecko", Mode::Malformed);
+    let cfg = market::shipped_config(&up, &["coinbase_exchange"], NO_FACILITATOR, EVM_PAY_TO);
+    let server = server_support::start(cfg).await;
+    let (status, h, b) = get_json(&server.url("/api/demo/pulse")).await;
+    server.shutdown().await;
+    assert_eq!(status, 503, "{b}");
+    assert_eq!(b["error"], "upstream_unavailable");
+    assert_eq!(b["upstream"], "coinbase_exchange, coingecko");
+    assert!(h.contains_key("retry-after"), "{h:?}");
+}
+
+#[tokio::test]
 async fn malformed_and_empty_answers_are_502() {
     let up = market::start().await;
     up.set("coinbase_exchange", Mode::Malformed);
     up.set("coingecko", Mode::Malformed);
-    let (_, env) = demo_with(&up, &[]).await;
-    assert_eq!(env["sample_status"], 502, "{env}");
-    assert_eq!(env["sample"]["error"], "upstream_error");
-    assert!(env["sample"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("cannot read"));
+    let (status, b) = demo_with(&up, &[]).await;
+    assert_eq!(status, 502, "{b}");
+    assert_eq!(b["error"], "upstream_error");
+    assert!(b["message"].as_str().unwrap().contains("cannot read"));
 
     let up = market::start().await;
     up.set("coinbase_exchange", Mode::Empty);
     up.set("coingecko", Mode::Empty);
-    let (_, env) = demo_with(&up, &[]).await;
-    assert_eq!(env["sample_status"], 502, "{env}");
-    let msg = env["sample"]["message"].as_str().unwrap();
+    let (status, b) = demo_with(&up, &[]).await;
+    assert_eq!(status, 502, "{b}");
+    let msg = b["message"].as_str().unwrap();
     assert!(
         msg.contains("no last price") && msg.contains("no price for"),
         "{msg}"

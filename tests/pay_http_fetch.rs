@@ -122,7 +122,7 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
     let body = serde_json::json!({
         "url": up.url("/echo"),
         "method": "POST",
-        "headers": {"x-trace": "abc", "content-type": "application/json"},
+        "headers": {"x-request-id": "abc", "content-type": "application/json"},
         "body": {"k": "v"}
     })
     .to_string();
@@ -131,7 +131,7 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
     let echoed: Value = serde_json::from_str(paid.body["body"].as_str().unwrap()).unwrap();
     assert_eq!(echoed["method"], "POST");
     assert_eq!(echoed["body"], r#"{"k":"v"}"#);
-    assert_eq!(echoed["headers"]["x-trace"], "abc");
+    assert_eq!(echoed["headers"]["x-request-id"], "abc");
     assert!(echoed["headers"].get("cookie").is_none());
     assert_eq!(paid.buyer_spent(), 10_000);
     assert_eq!(stack.settle_calls(), 1);

@@ -48,11 +48,9 @@ fn shipped_copy(edit: impl Fn(String) -> String) -> tempfile::TempDir {
         std::fs::write(dir.path().join("pipelines").join(e.file_name()), text).unwrap();
     }
     std::fs::create_dir(dir.path().join("static")).unwrap();
-    std::fs::copy(
-        root.join("static/paycall-sample.pdf"),
-        dir.path().join("static/paycall-sample.pdf"),
-    )
-    .unwrap();
+    for e in std::fs::read_dir(root.join("static")).unwrap().flatten() {
+        std::fs::copy(e.path(), dir.path().join("static").join(e.file_name())).unwrap();
+    }
     dir
 }
 

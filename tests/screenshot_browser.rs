@@ -342,6 +342,32 @@ async fn size_caps_fallback_and_navigation_timeout() {
     e.server.shutdown().await;
 }
 
+/// A service worker's own requests go through the guarded proxy too: the worker of a page
+/// fetches the refused canary; the proxy refuses it and the canary sees nothing. (The worker's
+/// no-cors fetch resolves either way, on the proxy's refusal page: its outcome only proves the
+/// worker ran.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_worker_cannot_reach_a_refused_address() {
+    let e = env().await;
+    // The proxy starts with the first render; read its refusals from there on.
+    let (s, b) = e.shot("/api/shot", &e.pages.url("/plain"), "").await;
+    assert_eq!(s, 200, "{b}");
+    let proxy = e.browsers.proxy_if_started().expect("proxy started");
+    let refused_before = proxy.stats().refused.load(Ordering::SeqCst);
+    let (s, b) = e
+        .shot("/api/shot", &e.pages.url("/sw"), "&delayMs=2500")
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let title = b["title"].as_str().unwrap_or_default();
+    assert!(title.starts_with("SW fetch:"), "the worker ran: {b}");
+    assert!(
+        proxy.stats().refused.load(Ordering::SeqCst) > refused_before,
+        "the proxy refused the worker's request"
+    );
+    assert_eq!(e.canary.hits(), 0, "the canary saw nothing");
+    e.server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_leaves_no_browser_process_behind() {
     let e = env().await;

@@ -677,17 +677,18 @@ async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
     assert_eq!(canary.hits(), 0);
     server.shutdown().await;
 
-    // Offline / unconfigured: the demo reports the 503 sample instead of failing oddly.
+    // Offline / unconfigured: the demo answers the 503 itself (never a 200 around it).
     let cfg = shipped(
         &mock.base,
         &mock.searxng_base,
         json!({"provider": "brave", "api_key_env": "PAYCALL_TEST_SEARCH_KEY_NEVER_SET"}),
     );
     let server = server_support::start(cfg).await;
-    let (s, _, d) = server_support::get_json(&server.url("/api/demo/search")).await;
-    assert_eq!(d["demo"], true, "{s} {d}");
-    assert_eq!(d["sample_status"], 503, "{d}");
-    assert_eq!(d["sample"]["error"], "provider_unconfigured", "{d}");
+    let (s, h, d) = server_support::get_json(&server.url("/api/demo/search")).await;
+    assert_eq!(s, 503, "{d}");
+    assert_eq!(d["demo"], true, "{d}");
+    assert_eq!(d["error"], "provider_unconfigured", "{d}");
+    assert!(h.contains_key("retry-after"));
     server.shutdown().await;
 }
 

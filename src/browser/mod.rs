@@ -12,6 +12,7 @@
 //!   for contexts (chromedriver's page-level CDP pass-through refuses them).
 
 pub mod cdp;
+pub mod lifetime;
 pub mod pool;
 pub mod render;
 
@@ -97,8 +98,12 @@ impl Browsers {
         self.proxy.get().cloned()
     }
 
-    /// Starts the `warm` sessions of every pool, in the background.
+    /// Kills browsers an earlier, killed paycall left behind, then starts the `warm` sessions
+    /// of every pool, in the background.
     pub fn start(&self) {
+        if !self.pools().is_empty() {
+            lifetime::reap_orphans(&std::env::temp_dir());
+        }
         for p in self.pools() {
             p.warm_up();
         }

@@ -8,7 +8,8 @@
 //! - chromedriver runs in its own process group and each session's chromium has its own
 //!   `--user-data-dir` under the pool's profile root; closing a session ends the WebDriver
 //!   session, kills the process group and sweeps any process still naming that profile, so no
-//!   chromium outlives its session or the server.
+//!   chromium outlives its session or the server; a server killed outright takes them along
+//!   (see [`super::lifetime`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -71,7 +72,8 @@ pub struct Pool {
 impl Pool {
     pub(super) fn new(config: PoolConfig, browsers: Weak<Browsers>) -> Pool {
         let profile_root = std::env::temp_dir().join(format!(
-            "paycall-browser-{}-{:08x}",
+            "{}{}-{:08x}",
+            super::lifetime::PROFILE_PREFIX,
             std::process::id(),
             rand::random::<u32>()
         ));
@@ -337,6 +339,7 @@ impl Session {
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
             .process_group(0);
+        super::lifetime::die_with_parent(&mut cmd);
         let driver = cmd.spawn().map_err(|e| {
             PoolError::Start(format!(
                 "could not start {}: {e}",
@@ -350,7 +353,8 @@ impl Session {
             profile: profile.clone(),
         };
         let url = format!("http://127.0.0.1:{port}");
-        let caps = capabilities(config, proxy, &profile);
+        let chromium = super::lifetime::chromium_launcher(&profile, &config.chromium);
+        let caps = capabilities(&chromium, proxy, &profile);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         let client = loop {
             let mut builder = fantoccini::ClientBuilder::new(
@@ -409,7 +413,7 @@ impl Session {
 }
 
 fn capabilities(
-    config: &PoolConfig,
+    chromium: &Path,
     proxy: &GuardedProxy,
     profile: &Path,
 ) -> serde_json::Map<String, Value> {
@@ -423,7 +427,7 @@ fn capabilities(
             "implicit": 0
         },
         "goog:chromeOptions": {
-            "binary": config.chromium.to_string_lossy(),
+            "binary": chromium.to_string_lossy(),
             "args": args,
             "excludeSwitches": ["enable-automation"],
         }

@@ -181,6 +181,8 @@ impl AcceptOption {
 #[derive(Debug, Clone)]
 pub struct GuardSettings {
     pub allow_cidrs: Vec<IpNet>,
+    /// The network's own NAT64 prefixes (`guard.nat64_prefixes`).
+    pub nat64_prefixes: Vec<ipnet::Ipv6Net>,
     pub user_agent: String,
 }
 
@@ -710,8 +712,27 @@ fn validate(
             }
         }
     }
+    let mut nat64_prefixes = Vec::new();
+    for c in &file.guard.nat64_prefixes {
+        match c.value.trim().parse::<ipnet::Ipv6Net>() {
+            Ok(n) => match crate::net::guard::nat64_prefix_error(&n) {
+                None => nat64_prefixes.push(n.trunc()),
+                Some(e) => r.at(
+                    c.referenced,
+                    e,
+                    "list the NAT64 prefix your network's translator uses, e.g. 2001:db8:64::/96",
+                ),
+            },
+            Err(_) => r.at(
+                c.referenced,
+                format!("`{}` is not an IPv6 prefix", c.value),
+                "write an IPv6 prefix such as 2001:db8:64::/96",
+            ),
+        }
+    }
     let guard = GuardSettings {
         allow_cidrs,
+        nat64_prefixes,
         user_agent: file.guard.user_agent.unwrap_or_else(|| {
             format!(
                 "paycall/{} (+{})",

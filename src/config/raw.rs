@@ -122,6 +122,10 @@ pub struct Guard {
     /// tests). Empty by default (PAYCALL_ALLOW_CIDRS).
     #[serde(default)]
     pub allow_cidrs: Vec<Spanned<String>>,
+    /// The network's own NAT64 prefixes (RFC 6052 lengths), unwrapped and judged by the IPv4
+    /// address they carry, like 64:ff9b::/96. Empty by default.
+    #[serde(default)]
+    pub nat64_prefixes: Vec<Spanned<String>>,
     /// User-Agent sent on outbound requests.
     #[serde(default)]
     pub user_agent: Option<String>,

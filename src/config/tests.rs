@@ -94,6 +94,39 @@ fn env_overrides_deployment_settings() {
 }
 
 #[test]
+fn nat64_prefixes_are_read_and_bad_ones_located() {
+    let env = env_of(&[("PAYCALL_EVM_PAY_TO", EVM), ("PAYCALL_SOLANA_PAY_TO", SOL)]);
+    let cfg = load_with_env(&shipped(), &env).unwrap();
+    assert!(cfg.guard.nat64_prefixes.is_empty(), "none by default");
+    let (_d, path) = variant(|t| {
+        t.replace(
+            "  nat64_prefixes: []",
+            "  nat64_prefixes: [\"2001:db8:64::/96\", \"fd00:64:1::/48\"]",
+        )
+    });
+    let cfg = load_with_env(&path, &env).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        cfg.guard.nat64_prefixes,
+        vec![
+            "2001:db8:64::/96".parse::<ipnet::Ipv6Net>().unwrap(),
+            "fd00:64:1::/48".parse().unwrap()
+        ]
+    );
+    for bad in ["10.0.0.0/8", "2001:db8::/33", "::ffff:0:0/96", "nonsense"] {
+        let (_d, path) = variant(|t| {
+            t.replace(
+                "  nat64_prefixes: []",
+                &format!("  nat64_prefixes: [\"{bad}\"]"),
+            )
+        });
+        let err = load_with_env(&path, &env).unwrap_err();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line = text.lines().nth(err.0[0].line as usize - 1).unwrap();
+        assert!(line.contains("nat64_prefixes"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn unknown_key_names_file_line_and_column() {
     let (_d, path) = variant(|t| {
         t.replace(

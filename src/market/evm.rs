@@ -97,9 +97,50 @@ pub fn quantity(v: &Value) -> Option<u128> {
     u128::from_str_radix(h, 16).ok()
 }
 
-/// A big-endian unsigned integer of any width as f64 (token balances may exceed u128).
-pub fn be_to_f64(bytes: &[u8]) -> f64 {
-    bytes.iter().fold(0.0, |acc, b| acc * 256.0 + *b as f64)
+/// A big-endian unsigned integer of any width (a uint256 word) as its exact decimal digits,
+/// without leading zeros ("0" for zero). Schoolbook division by 10^19 on 32-bit limbs.
+pub fn be_to_decimal(bytes: &[u8]) -> String {
+    // limbs, most significant first
+    let mut limbs: Vec<u32> = bytes
+        .rchunks(4)
+        .rev()
+        .map(|c| c.iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b)))
+        .collect();
+    const CHUNK: u64 = 10_000_000_000_000_000_000; // 10^19
+    let mut parts: Vec<u64> = Vec::new();
+    while limbs.iter().any(|l| *l != 0) {
+        let mut rem: u128 = 0;
+        for l in limbs.iter_mut() {
+            let cur = (rem << 32) | u128::from(*l);
+            *l = (cur / u128::from(CHUNK)) as u32;
+            rem = cur % u128::from(CHUNK);
+        }
+        parts.push(rem as u64);
+    }
+    match parts.split_last() {
+        None => "0".into(),
+        Some((top, rest)) => {
+            let mut out = top.to_string();
+            for p in rest.iter().rev() {
+                out.push_str(&format!("{p:019}"));
+            }
+            out
+        }
+    }
+}
+
+/// A JSON-RPC quantity of any size ("0x" + hex digits) as exact decimal digits.
+pub fn hex_quantity_to_decimal(s: &str) -> Option<String> {
+    let h = s.strip_prefix("0x")?;
+    if !h.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let padded = if h.len() % 2 == 1 {
+        format!("0{h}")
+    } else {
+        h.to_string()
+    };
+    Some(be_to_decimal(&unhex(&padded)?))
 }
 
 /// An address ("0x" + 40 hex) as its 20 bytes.
@@ -237,7 +278,7 @@ mod tests {
         let r = decode_aggregate3(&data).unwrap();
         assert_eq!(r.len(), 2);
         assert!(r[0].0);
-        assert_eq!(be_to_f64(&r[0].1), 1_234_567_890.0);
+        assert_eq!(be_to_decimal(&r[0].1), "1234567890");
         assert!(!r[1].0);
         assert!(r[1].1.is_empty());
         assert!(decode_aggregate3(&data[..data.len() - 40]).is_none());
@@ -246,6 +287,42 @@ mod tests {
             decode_aggregate3(&unhex(&format!("{:064x}{:064x}", 32, 0)).unwrap()),
             Some(vec![])
         );
+    }
+
+    #[test]
+    fn big_integers_become_exact_decimal_digits() {
+        assert_eq!(be_to_decimal(&[]), "0");
+        assert_eq!(be_to_decimal(&[0; 32]), "0");
+        assert_eq!(be_to_decimal(&[1]), "1");
+        let n: u128 = 2_123_456_789_012_345_678;
+        assert_eq!(be_to_decimal(&n.to_be_bytes()), "2123456789012345678");
+        assert_eq!(
+            be_to_decimal(&u128::MAX.to_be_bytes()),
+            u128::MAX.to_string()
+        );
+        // 2^256 - 1, the largest uint256
+        assert_eq!(
+            be_to_decimal(&[0xff; 32]),
+            "115792089237316195423570985008687907853269984665640564039457584007913129639935"
+        );
+        // 10^19 exactly (a chunk boundary) and 10^38
+        assert_eq!(
+            be_to_decimal(&10_000_000_000_000_000_000u128.to_be_bytes()),
+            "10000000000000000000"
+        );
+        assert_eq!(
+            be_to_decimal(&(10u128.pow(38)).to_be_bytes()),
+            "100000000000000000000000000000000000000"
+        );
+        assert_eq!(
+            hex_quantity_to_decimal("0x1d7808b2f4f8f34e").as_deref(),
+            Some("2123456789012345678")
+        );
+        assert_eq!(hex_quantity_to_decimal("0x0").as_deref(), Some("0"));
+        assert_eq!(hex_quantity_to_decimal("0x").as_deref(), Some("0"));
+        assert_eq!(hex_quantity_to_decimal("0xfff").as_deref(), Some("4095"));
+        assert_eq!(hex_quantity_to_decimal("12"), None);
+        assert_eq!(hex_quantity_to_decimal("0xzz"), None);
     }
 
     #[test]

@@ -292,8 +292,10 @@ fn fetch_error(upstream: &str, e: FetchError) -> UpstreamError {
     }
 }
 
-/// Tries each source in order; the first success wins. All failing → the last error, with
-/// every source's failure in its message.
+/// Tries each source in order; the first success wins. All failing → one error naming every
+/// source, `Unavailable` (503, worth a retry) when any source was unreachable, `BadAnswer`
+/// (502) only when every source answered and badly: an unreachable source may answer on a
+/// retry even when the other one sends garbage.
 pub async fn first_ok<T, F, Fut>(sources: &[String], mut attempt: F) -> Result<T, UpstreamError>
 where
     F: FnMut(String) -> Fut,
@@ -317,7 +319,7 @@ where
     if failures.len() == 1 {
         return Err(last);
     }
-    let kind = if failures.iter().all(|f| f.kind == FailKind::Unavailable) {
+    let kind = if failures.iter().any(|f| f.kind == FailKind::Unavailable) {
         FailKind::Unavailable
     } else {
         FailKind::BadAnswer
@@ -466,6 +468,20 @@ mod tests {
         assert_eq!(err.upstream, "a, b");
         assert_eq!(err.status(), 502);
         assert!(err.message.contains("a: garbage") && err.message.contains("b: garbage"));
+        // One source unreachable, the other answering garbage, in either order: 503.
+        for down in ["a", "b"] {
+            let err = first_ok::<u32, _, _>(&sources, |s| async move {
+                if s == down {
+                    Err(UpstreamError::unavailable(&s, "down"))
+                } else {
+                    Err(UpstreamError::bad(&s, "garbage"))
+                }
+            })
+            .await
+            .unwrap_err();
+            assert_eq!(err.status(), 503, "{down} down: {err}");
+            assert_eq!(err.upstream, "a, b");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::evm::{self, address_bytes, be_to_f64, quantity, unhex};
+use super::evm::{self, address_bytes, be_to_decimal, hex_quantity_to_decimal, quantity, unhex};
 use super::hub::{Limits, MarketHub, UpstreamError};
 
 /// A token to read (from the stage's configuration).
@@ -20,12 +20,43 @@ pub struct TokenSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Onchain {
     pub upstream: String,
-    /// Native balance in wei (as f64: balances are displayed, not spent).
-    pub native_wei: f64,
+    /// Native balance in wei, exact.
+    pub native_wei: RawAmount,
     pub tx_count: u64,
     pub code: Vec<u8>,
-    /// Raw token balances in token units × 10^decimals; None when that call failed.
-    pub tokens: Vec<Option<f64>>,
+    /// Raw token balances in token units × 10^decimals, exact; None when that call failed.
+    pub tokens: Vec<Option<RawAmount>>,
+}
+
+/// An on-chain integer amount (wei, token base units) as its exact decimal digits: a uint256
+/// does not fit an f64 (2123456789012345678 wei would read 2.1234567890123456 ETH), and a
+/// balance shown to a caller must be the chain's own number. f64 only for USD valuations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawAmount(String);
+
+impl RawAmount {
+    /// From decimal digits (leading zeros dropped); None unless all ASCII digits.
+    pub fn from_digits(s: &str) -> Option<RawAmount> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let t = s.trim_start_matches('0');
+        Some(RawAmount(if t.is_empty() { "0".into() } else { t.into() }))
+    }
+
+    pub fn digits(&self) -> &str {
+        &self.0
+    }
+
+    /// Approximate value for pricing (USD), never for display.
+    pub fn to_f64(&self) -> f64 {
+        self.0.parse::<f64>().unwrap_or(0.0)
+    }
+
+    /// `self / 10^decimals` as an approximate number (for USD values).
+    pub fn scaled_f64(&self, decimals: u32) -> f64 {
+        self.to_f64() / 10f64.powi(decimals as i32)
+    }
 }
 
 impl Onchain {
@@ -91,7 +122,8 @@ pub async fn fetch_onchain(
         futures_util::future::join4(balance, nonce, code, multicall).await;
     let native_wei = balance?
         .as_str()
-        .and_then(unhex_quantity)
+        .and_then(hex_quantity_to_decimal)
+        .and_then(|d| RawAmount::from_digits(&d))
         .ok_or_else(|| bad("eth_getBalance did not answer a quantity".into()))?;
     let tx_count = quantity(&nonce?)
         .and_then(|n| u64::try_from(n).ok())
@@ -115,7 +147,11 @@ pub async fn fetch_onchain(
         }
         results
             .into_iter()
-            .map(|(ok, data)| (ok && data.len() == 32).then(|| be_to_f64(&data)))
+            .map(|(ok, data)| {
+                (ok && data.len() == 32)
+                    .then(|| RawAmount::from_digits(&be_to_decimal(&data)))
+                    .flatten()
+            })
             .collect()
     };
     Ok(Onchain {
@@ -125,20 +161,6 @@ pub async fn fetch_onchain(
         code,
         tokens: token_balances,
     })
-}
-
-/// A quantity of any size as f64 ("0x" + hex digits).
-fn unhex_quantity(s: &str) -> Option<f64> {
-    let h = s.strip_prefix("0x")?;
-    if h.is_empty() {
-        return Some(0.0);
-    }
-    if !h.chars().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    Some(h.chars().fold(0.0, |acc, c| {
-        acc * 16.0 + c.to_digit(16).unwrap_or(0) as f64
-    }))
 }
 
 /// One priced position (an asset on a network).
@@ -229,20 +251,23 @@ pub fn risk(
     }
 }
 
-/// `raw / 10^decimals` as a plain decimal string (exact while raw fits in u128).
-pub fn format_units(raw: f64, decimals: u32) -> String {
-    if raw < 3.0e38 && raw.fract() == 0.0 {
-        let r = raw as u128;
-        let d = 10u128.pow(decimals.min(38));
-        let int = r / d;
-        let frac = r % d;
-        if frac == 0 || decimals == 0 {
-            return int.to_string();
-        }
-        let s = format!("{frac:0width$}", width = decimals as usize);
-        return format!("{int}.{}", s.trim_end_matches('0'));
+/// `raw / 10^decimals` as a plain decimal string, exact whatever the size: the decimal point
+/// is placed in the integer's own digits, trailing zeros of the fraction dropped.
+pub fn format_units(raw: &RawAmount, decimals: u32) -> String {
+    let digits = raw.digits();
+    let d = decimals as usize;
+    let padded = if digits.len() <= d {
+        format!("{}{digits}", "0".repeat(d + 1 - digits.len()))
+    } else {
+        digits.to_string()
+    };
+    let (int, frac) = padded.split_at(padded.len() - d);
+    let frac = frac.trim_end_matches('0');
+    if frac.is_empty() {
+        int.to_string()
+    } else {
+        format!("{int}.{frac}")
     }
-    format!("{}", raw / 10f64.powi(decimals as i32))
 }
 
 #[cfg(test)]
@@ -295,20 +320,41 @@ mod tests {
         assert!(risk(&balanced, 3, false, false, RULES).flags.is_empty());
     }
 
+    fn raw(s: &str) -> RawAmount {
+        RawAmount::from_digits(s).unwrap()
+    }
+
     #[test]
     fn units() {
-        assert_eq!(format_units(1_500_000.0, 6), "1.5");
-        assert_eq!(format_units(2e18, 18), "2");
-        assert_eq!(format_units(0.0, 18), "0");
-        assert_eq!(format_units(123.0, 0), "123");
-        assert_eq!(format_units(1.0, 18), "0.000000000000000001");
+        assert_eq!(format_units(&raw("1500000"), 6), "1.5");
+        assert_eq!(format_units(&raw("2000000000000000000"), 18), "2");
+        assert_eq!(format_units(&raw("0"), 18), "0");
+        assert_eq!(format_units(&raw("123"), 0), "123");
+        assert_eq!(format_units(&raw("1"), 18), "0.000000000000000001");
+        assert_eq!(format_units(&raw("100"), 2), "1");
+        assert_eq!(format_units(&raw("000120"), 3), "0.12");
+        // Exact where an f64 is not: the example, and a full uint256.
+        assert_eq!(
+            format_units(&raw("2123456789012345678"), 18),
+            "2.123456789012345678"
+        );
+        assert_eq!(
+            format_units(
+                &raw("115792089237316195423570985008687907853269984665640564039457584007913129639935"),
+                18
+            ),
+            "115792089237316195423570985008687907853269984665640564039457.584007913129639935"
+        );
+        assert!(RawAmount::from_digits("").is_none());
+        assert!(RawAmount::from_digits("1.5").is_none());
+        assert!((raw("2123456789012345678").scaled_f64(18) - 2.123456789).abs() < 1e-9);
     }
 
     #[test]
     fn delegation_designator_is_not_a_contract() {
         let mut o = Onchain {
             upstream: "x".into(),
-            native_wei: 0.0,
+            native_wei: raw("0"),
             tx_count: 0,
             code: vec![0xef, 0x01, 0x00],
             tokens: vec![],
@@ -317,6 +363,9 @@ mod tests {
         assert!(o.delegated() && !o.is_contract());
         o.code = vec![0x60, 0x80];
         assert!(!o.delegated() && o.is_contract());
-        assert_eq!(unhex_quantity("0xde0b6b3a7640000"), Some(1e18));
+        assert_eq!(
+            hex_quantity_to_decimal("0xde0b6b3a7640000").as_deref(),
+            Some("1000000000000000000")
+        );
     }
 }

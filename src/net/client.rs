@@ -307,19 +307,30 @@ fn rewrite_for_redirect(
     }
 }
 
-/// Headers that carry credentials, dropped (for good) when a redirect changes origin.
-const CREDENTIAL_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "cookie2",
-    "x-api-key",
-    "x-auth-token",
+/// The only caller headers that follow a redirect to another origin: they describe the
+/// request, never who sends it. Any other header may carry a credential meant for the first
+/// origin (`Authorization`, `X-Api-Key`, `X-Goog-Api-Key`, `X-Amz-Security-Token`, a signed
+/// `Referer`…), and a list of known credential names is never complete: so everything else is
+/// dropped, for good, at the first change of origin.
+pub const CROSS_ORIGIN_HEADERS: &[&str] = &[
+    "accept",
+    "accept-language",
+    "cache-control",
+    "content-language",
+    "content-type",
+    "pragma",
+    "range",
+    "user-agent",
 ];
 
 fn strip_credentials(headers: &mut HeaderMap) {
-    for name in CREDENTIAL_HEADERS {
-        headers.remove(*name);
+    let drop: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| !CROSS_ORIGIN_HEADERS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for name in drop {
+        headers.remove(name);
     }
 }
 
@@ -618,6 +629,31 @@ mod tests {
         let out = outbound_headers(h);
         let names: Vec<&str> = out.keys().map(|k| k.as_str()).collect();
         assert_eq!(names, vec!["accept", "authorization"]);
+    }
+
+    #[test]
+    fn only_descriptive_headers_follow_a_change_of_origin() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("accept", "application/json"),
+            ("user-agent", "agent/1"),
+            ("content-type", "text/plain"),
+            ("authorization", "Bearer t"),
+            ("x-api-key", "k"),
+            ("x-goog-api-key", "g"),
+            ("x-amz-security-token", "s"),
+            ("x-amz-date", "20260101T000000Z"),
+            ("referer", "https://a.test/?token=1"),
+            ("origin", "https://a.test"),
+            ("x-csrf-token", "c"),
+            ("idempotency-key", "i"),
+        ] {
+            h.append(HeaderName::from_static(k), HeaderValue::from_static(v));
+        }
+        strip_credentials(&mut h);
+        let mut names: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        names.sort();
+        assert_eq!(names, vec!["accept", "content-type", "user-agent"]);
     }
 
     #[test]

@@ -109,6 +109,9 @@ pub enum Embedding {
     TeredoClient,
     /// `2001::/32` Teredo: the server address (bits 32..64).
     TeredoServer,
+    /// A NAT64 prefix of the operator's own network (`guard.nat64_prefixes`), the IPv4 address
+    /// where RFC 6052 puts it for the prefix's length.
+    OperatorNat64,
 }
 
 impl Embedding {
@@ -121,6 +124,7 @@ impl Embedding {
             Embedding::SixToFour => "6to4",
             Embedding::TeredoClient => "teredo_client",
             Embedding::TeredoServer => "teredo_server",
+            Embedding::OperatorNat64 => "operator_nat64",
         }
     }
 
@@ -133,6 +137,7 @@ impl Embedding {
             Embedding::SixToFour => "a 6to4 address",
             Embedding::TeredoClient => "a Teredo address (client part)",
             Embedding::TeredoServer => "a Teredo address (server part)",
+            Embedding::OperatorNat64 => "an address of the network's NAT64 prefix",
         }
     }
 }
@@ -286,13 +291,72 @@ const GLOBAL_UNICAST: Ipv6Net = v6(0x2000, 0, 0, 0, 0, 0, 0, 0, 3);
 
 /// The security decision: may this address be dialled?
 pub fn classify(ip: IpAddr) -> Verdict {
+    classify_with(ip, &[])
+}
+
+/// [`classify`] on a network whose NAT64 translator also listens on `nat64` prefixes of its
+/// own (`guard.nat64_prefixes`): an address under one of them reaches the IPv4 address it
+/// carries, so that address is what is judged, exactly as for the well-known `64:ff9b::/96`.
+/// Without this, a private IPv4 target wrapped in the operator's prefix would be judged by the
+/// prefix alone (often public space), and one in a unique-local prefix refused for the wrong
+/// reason. Prefixes are RFC 6052 ones (see [`nat64_prefix_error`]).
+pub fn classify_with(ip: IpAddr, nat64: &[Ipv6Net]) -> Verdict {
     match ip {
         IpAddr::V4(a) => match classify_v4(a) {
             None => Verdict::Public,
             Some(class) => Verdict::Refused(Reason::plain(class)),
         },
-        IpAddr::V6(a) => classify_v6(a),
+        IpAddr::V6(a) => {
+            if let Some(v4) = nat64.iter().find_map(|p| nat64_embedded(a, p)) {
+                if !a.is_loopback() && !a.is_unspecified() {
+                    return judge_embedded(Embedding::OperatorNat64, v4);
+                }
+            }
+            classify_v6(a)
+        }
     }
+}
+
+/// Prefix lengths RFC 6052 §2.2 defines an address format for.
+pub const NAT64_PREFIX_LENGTHS: [u8; 6] = [32, 40, 48, 56, 64, 96];
+
+/// Why `net` cannot be a NAT64 prefix, if so: an RFC 6052 length, and not a block that already
+/// means something else to the guard (IPv4-mapped/-compatible space, loopback, multicast).
+pub fn nat64_prefix_error(net: &Ipv6Net) -> Option<String> {
+    if !NAT64_PREFIX_LENGTHS.contains(&net.prefix_len()) {
+        return Some(format!(
+            "{net}: a NAT64 prefix is /32, /40, /48, /56, /64 or /96 (RFC 6052)"
+        ));
+    }
+    let reserved = [
+        v6(0, 0, 0, 0, 0, 0, 0, 0, 96),      // IPv4-compatible, ::, ::1
+        v6(0, 0, 0, 0, 0, 0xffff, 0, 0, 96), // IPv4-mapped
+        v6(0xff00, 0, 0, 0, 0, 0, 0, 0, 8),  // multicast
+    ];
+    if reserved
+        .iter()
+        .any(|r| r.contains(&net.network()) || net.contains(&r.network()))
+    {
+        return Some(format!("{net} overlaps addresses that are not NAT64"));
+    }
+    None
+}
+
+/// The IPv4 address an address under NAT64 prefix `prefix` carries (RFC 6052 §2.2: after the
+/// prefix, skipping bits 64..72, which are zero), or None when `ip` is not under it or the
+/// length has no defined format.
+pub fn nat64_embedded(ip: Ipv6Addr, prefix: &Ipv6Net) -> Option<Ipv4Addr> {
+    if !prefix.contains(&ip) || !NAT64_PREFIX_LENGTHS.contains(&prefix.prefix_len()) {
+        return None;
+    }
+    let b = ip.octets();
+    let start = usize::from(prefix.prefix_len() / 8);
+    let v4: Vec<u8> = (start..16)
+        .filter(|&i| i != 8)
+        .take(4)
+        .map(|i| b[i])
+        .collect();
+    Some(Ipv4Addr::new(v4[0], v4[1], v4[2], v4[3]))
 }
 
 fn classify_v4(ip: Ipv4Addr) -> Option<Class> {
@@ -389,15 +453,29 @@ impl fmt::Display for Refusal {
 /// through a translator or relay, a different path the operator did not list. An address admitted
 /// by the allowlist skips [`classify`] entirely, metadata included: the allowlist is the
 /// operator's explicit word.
+///
+/// The operator's NAT64 prefixes (`guard.nat64_prefixes`, empty by default) are unwrapped by
+/// [`classify_with`] like the well-known one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Guard {
     allow: Vec<IpNet>,
+    nat64: Vec<Ipv6Net>,
 }
 
 impl Guard {
     pub fn new(allow_cidrs: Vec<IpNet>) -> Self {
         let allow = allow_cidrs.into_iter().map(canonical_net).collect();
-        Guard { allow }
+        Guard {
+            allow,
+            nat64: Vec::new(),
+        }
+    }
+
+    /// This guard on a network with these NAT64 prefixes of its own (checked by the config
+    /// loader with [`nat64_prefix_error`]; a prefix without an RFC 6052 format is ignored).
+    pub fn with_nat64(mut self, prefixes: Vec<Ipv6Net>) -> Self {
+        self.nat64 = prefixes.into_iter().map(|p| p.trunc()).collect();
+        self
     }
 
     /// A guard with no allowlist: only public addresses pass.
@@ -422,7 +500,7 @@ impl Guard {
         if self.is_allowlisted(ip) {
             return Ok(());
         }
-        match classify(ip) {
+        match classify_with(ip, &self.nat64) {
             Verdict::Public => Ok(()),
             Verdict::Refused(reason) => Err(Refusal { addr: ip, reason }),
         }
@@ -672,6 +750,96 @@ mod tests {
             Class::ThisNetwork,
         );
         assert_public("::8.8.8.8");
+    }
+
+    fn net6(s: &str) -> Ipv6Net {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn rfc6052_formats_put_the_ipv4_address_where_the_rfc_says() {
+        // RFC 6052 §2.4, the table of examples: 192.0.2.33 in each prefix length.
+        for (prefix, addr) in [
+            ("2001:db8::/32", "2001:db8:c000:221::"),
+            ("2001:db8:100::/40", "2001:db8:1c0:2:21::"),
+            ("2001:db8:122::/48", "2001:db8:122:c000:2:2100::"),
+            ("2001:db8:122:300::/56", "2001:db8:122:3c0:0:221::"),
+            ("2001:db8:122:344::/64", "2001:db8:122:344:c0:2:2100:0"),
+            ("2001:db8:122:344::/96", "2001:db8:122:344::192.0.2.33"),
+        ] {
+            let ip: Ipv6Addr = addr.parse().unwrap();
+            assert_eq!(
+                nat64_embedded(ip, &net6(prefix)),
+                Some(Ipv4Addr::new(192, 0, 2, 33)),
+                "{prefix}"
+            );
+        }
+        let outside: Ipv6Addr = "2001:db9::1".parse().unwrap();
+        assert_eq!(nat64_embedded(outside, &net6("2001:db8::/32")), None);
+        let ip: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!(
+            nat64_embedded(ip, &net6("2001:db8::/33")),
+            None,
+            "no format"
+        );
+    }
+
+    #[test]
+    fn operator_nat64_prefixes_are_unwrapped_and_judged() {
+        let prefixes = [net6("2a00:1450:4001:100::/96"), net6("fd64::/64")];
+        let judge = |s: &str| classify_with(ip(s), &prefixes);
+        // A public prefix carrying a private or metadata address: refused for what it carries.
+        for (s, v4, class) in [
+            ("2a00:1450:4001:100::10.0.0.1", "10.0.0.1", Class::Private),
+            (
+                "2a00:1450:4001:100::127.0.0.1",
+                "127.0.0.1",
+                Class::Loopback,
+            ),
+            (
+                "2a00:1450:4001:100::169.254.169.254",
+                "169.254.169.254",
+                Class::Metadata,
+            ),
+            // fd64::/64 carries 192.168.1.1 in bits 72..104
+            ("fd64::c0:a801:100:0", "192.168.1.1", Class::Private),
+        ] {
+            match judge(s) {
+                Verdict::Refused(r) => {
+                    assert_eq!(r.class, class, "{s}");
+                    let e = r.embedded.expect("embedded");
+                    assert_eq!(e.form, Embedding::OperatorNat64, "{s}");
+                    assert_eq!(e.v4, v4.parse::<Ipv4Addr>().unwrap(), "{s}");
+                }
+                Verdict::Public => panic!("{s} should be refused"),
+            }
+        }
+        // ... and a public IPv4 address through it is public, even in a unique-local prefix.
+        assert_eq!(judge("2a00:1450:4001:100::8.8.8.8"), Verdict::Public);
+        assert_eq!(judge("fd64::8:808:800:0"), Verdict::Public);
+        // Without the operator's word the same addresses are judged as plain IPv6.
+        assert_eq!(
+            classify(ip("2a00:1450:4001:100::10.0.0.1")),
+            Verdict::Public
+        );
+        assert_class("fd64::8:808:800:0", Class::UniqueLocal);
+        // The well-known forms are unchanged.
+        assert!(!judge("64:ff9b::10.0.0.1").is_public());
+        assert!(!judge("::1").is_public());
+        // The Guard carries them.
+        let g = Guard::strict().with_nat64(prefixes.to_vec());
+        assert!(g.check_ip(ip("2a00:1450:4001:100::a00:1")).is_err());
+        assert!(g.check_ip(ip("2a00:1450:4001:100::808:808")).is_ok());
+    }
+
+    #[test]
+    fn nat64_prefixes_must_have_an_rfc6052_format() {
+        assert_eq!(nat64_prefix_error(&net6("2001:db8:64::/96")), None);
+        assert_eq!(nat64_prefix_error(&net6("fd00:64::/48")), None);
+        assert!(nat64_prefix_error(&net6("2001:db8::/33")).is_some());
+        assert!(nat64_prefix_error(&net6("::/96")).is_some());
+        assert!(nat64_prefix_error(&net6("::ffff:0:0/96")).is_some());
+        assert!(nat64_prefix_error(&net6("ff00::/32")).is_some());
     }
 
     #[test]

@@ -4,9 +4,16 @@
 //! Rules worth knowing (also in /openapi.json): unknown parameters are ignored; an empty query
 //! value counts as absent; a repeated query parameter takes its first value; object parameters
 //! arrive in a query as JSON text; numbers in a JSON body may also be numeric strings.
+//!
+//! A query string holds at most [`MAX_QUERY_PARAMS`] parameters (repeats count): more is a 400
+//! `too_many_parameters`. Reading stops at the first one too many, so the work per request is
+//! bounded by the cap, not by the URI; like every input error it is answered after the payment
+//! gate (an unpaid request still gets its 402).
 
 use http::{Method, StatusCode};
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use super::exchange::Reply;
 use crate::config::{ParamSpec, ParamType, RouteSpec};
@@ -48,24 +55,38 @@ pub fn validate(
         };
         validate_values(route, |name| obj.get(name).cloned(), false)
     } else {
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
-            if !pairs.iter().any(|(pk, _)| *pk == k) {
-                pairs.push((k.into_owned(), v.into_owned()));
-            }
-        }
+        let pairs = query_pairs(query)?;
         validate_values(
             route,
             |name| {
                 pairs
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .filter(|(_, v)| !v.is_empty())
-                    .map(|(_, v)| Value::String(v.clone()))
+                    .get(name)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| Value::String(v.to_string()))
             },
             true,
         )
     }
+}
+
+/// More query parameters than any route takes (the largest has a handful): a longer query is
+/// not a caller's mistake worth parsing.
+pub const MAX_QUERY_PARAMS: usize = 64;
+
+/// The query's parameters, first value of each name kept; linear in the query's length and
+/// stopped at the first parameter over [`MAX_QUERY_PARAMS`].
+pub fn query_pairs(query: &str) -> Result<HashMap<Cow<'_, str>, Cow<'_, str>>, Reply> {
+    let mut pairs = HashMap::new();
+    for (i, (k, v)) in url::form_urlencoded::parse(query.as_bytes()).enumerate() {
+        if i == MAX_QUERY_PARAMS {
+            return Err(bad(
+                "too_many_parameters",
+                format!("the query string has more than {MAX_QUERY_PARAMS} parameters"),
+            ));
+        }
+        pairs.entry(k).or_insert(v);
+    }
+    Ok(pairs)
 }
 
 /// Validates a JSON object (the demo's fixed input) as if it were a body.
@@ -247,4 +268,50 @@ fn check_range(p: &ParamSpec, f: f64) -> Result<(), String> {
 /// the caller's own `html`).
 pub fn skips(param: Option<&str>, input: &Map<String, Value>) -> bool {
     param.is_some_and(|p| input.get(p).is_some_and(|v| !v.is_null()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_value_wins_and_every_pair_is_read() {
+        let p = query_pairs("a=1&b=2&a=3&c=&d=x%20y").unwrap();
+        assert_eq!(p["a"], "1");
+        assert_eq!(p["b"], "2");
+        assert_eq!(p["c"], "");
+        assert_eq!(p["d"], "x y");
+        assert_eq!(p.len(), 4);
+        assert!(query_pairs("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_parameter_cap_is_exact() {
+        let q = |n: usize| {
+            (0..n)
+                .map(|i| format!("k{i}=v"))
+                .collect::<Vec<_>>()
+                .join("&")
+        };
+        assert_eq!(
+            query_pairs(&q(MAX_QUERY_PARAMS)).unwrap().len(),
+            MAX_QUERY_PARAMS
+        );
+        let err = query_pairs(&q(MAX_QUERY_PARAMS + 1)).unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert_eq!(err.body_json().unwrap()["error"], "too_many_parameters");
+        // repeats count too: they cost the same to read
+        let repeated = vec!["a=1"; MAX_QUERY_PARAMS + 1].join("&");
+        assert!(query_pairs(&repeated).is_err());
+    }
+
+    #[test]
+    fn a_huge_query_of_distinct_keys_is_refused() {
+        // ~13,000 distinct short keys under the URI limit: the read stops at the cap.
+        let q: String = (0..13_000).map(|i| format!("{i:x}&")).collect();
+        assert_eq!(
+            query_pairs(&q).unwrap_err().body_json().unwrap()["error"],
+            "too_many_parameters"
+        );
+    }
 }

@@ -7,6 +7,13 @@
 //!   `get_with` lets one caller run the chain while concurrent callers for the same route wait
 //!   for its result. A failed sample (status ≥ 400) is kept only `FAILED_SAMPLE_TTL` (30 s), long
 //!   enough to shield a failing upstream from a crowd, short enough to recover quickly.
+//! - A demo never answers 200 around a failure (spec 2.3: `sample_status` is the recorded
+//!   sample's, 200). When a refresh fails, the last good sample of the route is served instead
+//!   (marked `stale: true`); with none yet, the failure itself is the answer, with its own status
+//!   (502, 503, …; `Retry-After` on a 5xx) and the route's error body plus `demo: true`. See
+//!   [`choose`].
+//! - Demo inputs the service itself can serve point at it (`{base_url}/samples/…`, read from
+//!   disk by `own_file` on a demo run), so those demos work on any deployment, offline included.
 //! - Requests are rate limited per client (routes.yaml `demo: { per_minute, burst }`) → 429 with
 //!   Retry-After. The client is the socket's IP; X-Forwarded-For is believed only when the socket
 //!   is a configured trusted proxy (see `client_key`).
@@ -16,11 +23,12 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use http::{HeaderMap, Method, StatusCode};
 use ipnet::IpNet;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use warp::filters::BoxedFilter;
 use warp::Filter;
@@ -36,6 +44,9 @@ pub const FAILED_SAMPLE_TTL: Duration = Duration::from_secs(30);
 /// Everything the demo twins keep between requests.
 pub struct DemoState {
     samples: SampleCache,
+    /// The latest successful sample per route, kept for as long as the server runs (one per
+    /// demo route: bounded by the config).
+    last_good: Mutex<HashMap<String, Arc<Sample>>>,
     limiter: ClientLimiter,
     trusted_proxies: Vec<IpNet>,
 }
@@ -44,6 +55,7 @@ impl DemoState {
     pub fn new(config: &Config) -> DemoState {
         DemoState {
             samples: SampleCache::new(),
+            last_good: Mutex::new(HashMap::new()),
             limiter: ClientLimiter::new(config.demo.per_minute, config.demo.burst),
             trusted_proxies: config.service.trusted_proxies.clone(),
         }
@@ -133,6 +145,35 @@ impl SampleCache {
                 Arc::new(Sample { status, body, ttl })
             })
             .await
+    }
+}
+
+impl Sample {
+    pub fn succeeded(&self) -> bool {
+        self.status < 400
+    }
+}
+
+/// What a demo request is answered with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The current sample, a success: the envelope.
+    Fresh(Arc<Sample>),
+    /// The current sample failed; the last good one is served in the envelope, marked stale.
+    Stale(Arc<Sample>),
+    /// The current sample failed and there is no good one: its own error status and body.
+    Failed(Arc<Sample>),
+}
+
+/// The rule: a success is served; a failure is covered by the last good sample when there is
+/// one, else answered as the failure it is — never as a 200 envelope around an error.
+pub fn choose(current: Arc<Sample>, last_good: Option<Arc<Sample>>) -> Answer {
+    if current.succeeded() {
+        return Answer::Fresh(current);
+    }
+    match last_good {
+        Some(good) => Answer::Stale(good),
+        None => Answer::Failed(current),
     }
 }
 
@@ -332,14 +373,59 @@ async fn handle(
         .samples
         .get_or_produce(&entry.spec.name, demo.ttl, run_sample(entry))
         .await;
-    let mut reply = Reply::json(StatusCode::OK, &envelope(app, entry, &sample));
-    let cache = if sample.status < 400 {
-        "public, max-age=60"
-    } else {
-        "no-store"
+    let last_good = match state.last_good.lock() {
+        Ok(mut kept) => {
+            if sample.succeeded() {
+                kept.insert(entry.spec.name.clone(), sample.clone());
+            }
+            kept.get(&entry.spec.name).cloned()
+        }
+        Err(_) => None,
     };
-    reply = reply.with_header("cache-control", cache);
+    match choose(sample.clone(), last_good) {
+        Answer::Fresh(s) => Reply::json(StatusCode::OK, &envelope(app, entry, &s, None))
+            .with_header("cache-control", "public, max-age=60"),
+        Answer::Stale(good) => {
+            tracing::warn!(route = %entry.spec.path, status = sample.status, "demo refresh failed; last good sample served");
+            Reply::json(
+                StatusCode::OK,
+                &envelope(app, entry, &good, Some(sample.status)),
+            )
+            .with_header("cache-control", "no-store")
+        }
+        Answer::Failed(failed) => failure(app, entry, &failed),
+    }
+}
+
+/// A failed sample with no good one to fall back on: the route's own error status and body,
+/// marked as the demo's, not cached; a 5xx says when the demo tries again.
+fn failure(app: &App, entry: &RouteEntry, sample: &Sample) -> Reply {
+    let status = StatusCode::from_u16(sample.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut body = match &sample.body {
+        Value::Object(m) => m.clone(),
+        other => {
+            let mut m = serde_json::Map::new();
+            m.insert("error".into(), json!("demo_failed"));
+            m.insert("message".into(), other.clone());
+            m
+        }
+    };
+    body.insert("demo".into(), json!(true));
+    body.insert("paid_endpoint".into(), json!(paid_endpoint(app, entry)));
+    let mut reply =
+        Reply::json(status, &Value::Object(body)).with_header("cache-control", "no-store");
+    if status.is_server_error() {
+        reply = reply.with_header("retry-after", &sample.ttl.as_secs().max(1).to_string());
+    }
     reply
+}
+
+fn paid_endpoint(app: &App, entry: &RouteEntry) -> String {
+    format!(
+        "{}{}",
+        app.config.service.base_url.as_str().trim_end_matches('/'),
+        entry.spec.path
+    )
 }
 
 /// Runs the route's chain on its demo input, payment stages skipped.
@@ -376,14 +462,11 @@ async fn run_sample(entry: &RouteEntry) -> (u16, Value) {
     }
 }
 
-/// The spec 2.3 envelope.
-fn envelope(app: &App, entry: &RouteEntry, sample: &Sample) -> Value {
+/// The spec 2.3 envelope. `refresh_failed`: the status of the failed refresh when `sample` is
+/// the last good one served in its place (adds `stale: true`).
+fn envelope(app: &App, entry: &RouteEntry, sample: &Sample, refresh_failed: Option<u16>) -> Value {
     let spec = &entry.spec;
-    let paid_endpoint = format!(
-        "{}{}",
-        app.config.service.base_url.as_str().trim_end_matches('/'),
-        spec.path
-    );
+    let paid_endpoint = paid_endpoint(app, entry);
     let price = spec
         .price
         .as_ref()
@@ -394,12 +477,15 @@ fn envelope(app: &App, entry: &RouteEntry, sample: &Sample) -> Value {
         .as_ref()
         .map(|d| (d.describe.clone(), d.ttl))
         .unwrap_or_default();
-    json!({
+    let stale_note = refresh_failed
+        .map(|s| format!(" The latest refresh failed (HTTP {s}); this is the last good sample."))
+        .unwrap_or_default();
+    let mut v = json!({
         "demo": true,
         "note": format!(
             "Free sample of {} on a fixed input, refreshed every {}. Pay at {paid_endpoint} for \
              your own input: {price} per call with x402 v2 (the unpaid call answers 402 with a \
-             PAYMENT-REQUIRED challenge; sign it and repeat with PAYMENT-SIGNATURE).",
+             PAYMENT-REQUIRED challenge; sign it and repeat with PAYMENT-SIGNATURE).{stale_note}",
             spec.path,
             human_duration(ttl)
         ),
@@ -408,7 +494,11 @@ fn envelope(app: &App, entry: &RouteEntry, sample: &Sample) -> Value {
         "fixed_input": describe,
         "sample_status": sample.status,
         "sample": sample.body,
-    })
+    });
+    if refresh_failed.is_some() {
+        v["stale"] = json!(true);
+    }
+    v
 }
 
 #[cfg(test)]
@@ -472,6 +562,31 @@ mod tests {
             .get_or_produce("ok", Duration::from_millis(300), produce(200))
             .await;
         assert_ne!(a.body, c.body, "produced again after the TTL");
+    }
+
+    #[test]
+    fn a_failure_is_never_served_as_a_sample() {
+        let sample = |status| {
+            Arc::new(Sample {
+                status,
+                body: json!({ "status": status }),
+                ttl: Duration::from_secs(60),
+            })
+        };
+        let good = sample(200);
+        let bad = sample(503);
+        assert_eq!(choose(good.clone(), None), Answer::Fresh(good.clone()));
+        assert_eq!(
+            choose(good.clone(), Some(sample(200))),
+            Answer::Fresh(good.clone()),
+            "the current success wins"
+        );
+        assert_eq!(
+            choose(bad.clone(), Some(good.clone())),
+            Answer::Stale(good.clone())
+        );
+        assert_eq!(choose(bad.clone(), None), Answer::Failed(bad.clone()));
+        assert_eq!(choose(sample(404), None), Answer::Failed(sample(404)));
     }
 
     #[test]

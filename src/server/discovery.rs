@@ -7,8 +7,11 @@
 //! - `GET /llms.txt`: the llmstxt.org summary for agents, with a curl line per paid route;
 //! - `GET /status`: uptime, route readiness (each stage's `readiness()`) and whether the
 //!   facilitator answers `GET /supported` (3 s timeout, result cached 30 s so /status cannot be
-//!   used to hammer the facilitator). `ok` is true when the facilitator answers and every route
-//!   is ready; the HTTP status is 200 either way (it is a report, not a load-balancer probe).
+//!   used to hammer the facilitator). `ok` means "this service can take paid calls": the
+//!   config loaded (it did, or nothing would answer) and the facilitator answers. Routes that
+//!   cannot serve (a missing browser, no search key) do not make it false: they are listed under
+//!   `degraded` with the reason, each paid call to them answering its own error, not charged.
+//!   The HTTP status is 200 either way (it is a report, not a load-balancer probe).
 //!
 //! The three documents are built once when the filter is built; /status is computed per call.
 //! Every answer goes through `respond::to_response` (CORS) with `Cache-Control: public,
@@ -897,7 +900,7 @@ pub fn llms_txt(app: &App) -> String {
     );
     let _ = writeln!(
         t,
-        "- [Status]({base}{STATUS_PATH}): uptime, route readiness and facilitator reachability"
+        "- [Status]({base}{STATUS_PATH}): `ok` when paid calls can be taken (facilitator reachable), routes that cannot serve under `degraded`"
     );
     t
 }
@@ -1028,7 +1031,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
     let uptime = app.started.elapsed();
     let started_at = chrono::Utc::now()
         - chrono::Duration::from_std(uptime).unwrap_or_else(|_| chrono::Duration::zero());
-    let mut all_ready = true;
+    let mut degraded: Vec<Value> = Vec::new();
     let routes: Vec<Value> = app
         .routes
         .iter()
@@ -1041,16 +1044,23 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
                 "pipeline": r.spec.pipeline,
             });
             if let Err(reason) = r.chain.readiness() {
-                all_ready = false;
                 v["ready"] = json!(false);
                 v["reason"] = json!(reason);
+                degraded.push(json!({
+                    "path": r.spec.path,
+                    "name": r.spec.name,
+                    "reason": reason,
+                }));
             }
             v
         })
         .collect();
     let reachable = facilitator["reachable"].as_bool().unwrap_or(false);
     json!({
-        "ok": reachable && all_ready,
+        // Paid calls need the config (loaded, or we would not be answering) and the
+        // facilitator; a route that cannot serve is `degraded`, not the whole service.
+        "ok": reachable,
+        "degraded": degraded,
         "service": app.config.service.name,
         "version": app.config.service.version,
         "uptimeSeconds": uptime.as_secs(),

@@ -21,7 +21,10 @@ pub fn build_with_resolver(
     resolver: Arc<dyn Resolver>,
 ) -> Result<Services, String> {
     crate::net::install_crypto_provider();
-    let guard = Arc::new(Guard::new(config.guard.allow_cidrs.clone()));
+    let guard = Arc::new(
+        Guard::new(config.guard.allow_cidrs.clone())
+            .with_nat64(config.guard.nat64_prefixes.clone()),
+    );
     let browsers = Arc::new(crate::browser::Browsers::new(
         guard.clone(),
         resolver.clone(),

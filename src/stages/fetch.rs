@@ -44,32 +44,44 @@ pub const FACTORY: StageFactory = StageFactory {
     build,
 };
 
-/// Request headers a caller may set on /api/http (spec 5.7: no Cookie, no hop-by-hop, no Host).
+/// Request headers a caller may set on /api/http (spec 5.7: no Cookie, no hop-by-hop, no
+/// Host), by exact name: nothing else passes, `x-*` names included. Left out on purpose: the
+/// headers upstreams believe about the client or the path a proxy took (`X-Forwarded-*`,
+/// `X-Real-IP`, `X-Client-IP`, `X-Originating-IP`, `X-Cluster-Client-IP`, `Forwarded`, `Via`,
+/// `X-Original-URL`, `X-Rewrite-URL`, `X-HTTP-Method-Override`, …), which spoof the client or
+/// bypass an upstream's access rules. The credential-style names are there so a caller can
+/// reach keyed APIs; none of them follows a redirect to another origin (see net::client).
+/// Documented in docs/http.md and in every answer's `methodology.requestHeaders`.
 pub const HEADER_ALLOWLIST: &[&str] = &[
+    // content negotiation and conditional requests
     "accept",
     "accept-language",
-    "authorization",
     "cache-control",
     "content-language",
     "content-type",
     "if-match",
     "if-modified-since",
     "if-none-match",
+    "if-range",
     "if-unmodified-since",
-    "origin",
     "pragma",
     "range",
+    // what the caller says about itself
+    "origin",
     "referer",
     "user-agent",
-];
-/// Custom `x-*` headers are allowed too, except these (they speak for a proxy or a client IP).
-const X_DENY: &[&str] = &[
-    "x-forwarded-for",
-    "x-forwarded-host",
-    "x-forwarded-proto",
-    "x-real-ip",
-    "x-forwarded-port",
-    "x-forwarded-server",
+    "x-requested-with",
+    "x-request-id",
+    "idempotency-key",
+    // credentials of common APIs
+    "authorization",
+    "x-api-key",
+    "x-auth-token",
+    "x-csrf-token",
+    "x-goog-api-key",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "x-amz-security-token",
 ];
 pub const MAX_HEADERS: usize = 32;
 pub const MAX_HEADER_VALUE: usize = 4096;
@@ -165,11 +177,9 @@ pub fn outbound_headers(value: Option<&Value>) -> Result<HeaderMap, String> {
     }
     for (name, v) in map {
         let lname = name.to_ascii_lowercase();
-        let allowed = HEADER_ALLOWLIST.contains(&lname.as_str())
-            || (lname.starts_with("x-") && !X_DENY.contains(&lname.as_str()));
-        if !allowed {
+        if !HEADER_ALLOWLIST.contains(&lname.as_str()) {
             return Err(format!(
-                "header `{name}` is not allowed; allowed: {} and custom x-* headers",
+                "header `{name}` is not allowed; allowed: {}",
                 HEADER_ALLOWLIST.join(", ")
             ));
         }
@@ -339,7 +349,24 @@ mod tests {
     #[test]
     fn header_allowlist() {
         assert!(outbound_headers(Some(&json!({"Accept": "text/html", "X-Api-Key": "k"}))).is_ok());
+        assert!(outbound_headers(Some(&json!({"X-Goog-Api-Key": "k", "If-Range": "x"}))).is_ok());
         for bad in [
+            // they speak for the client or for a proxy: spoofing and access-rule bypasses
+            "x-client-ip",
+            "x-originating-ip",
+            "x-cluster-client-ip",
+            "x-remote-ip",
+            "x-remote-addr",
+            "x-true-client-ip",
+            "true-client-ip",
+            "x-original-url",
+            "x-rewrite-url",
+            "x-http-method-override",
+            "x-forwarded-host",
+            "x-real-ip",
+            "forwarded",
+            "via",
+            "x-anything-else",
             "cookie",
             "Host",
             "connection",
@@ -359,6 +386,7 @@ mod tests {
         assert!(outbound_headers(Some(&json!(["accept"]))).is_err());
         let many: serde_json::Map<String, serde_json::Value> =
             (0..33).map(|i| (format!("x-h{i}"), json!("v"))).collect();
-        assert!(outbound_headers(Some(&serde_json::Value::Object(many))).is_err());
+        let err = outbound_headers(Some(&serde_json::Value::Object(many))).unwrap_err();
+        assert!(err.contains("at most"), "{err}");
     }
 }

@@ -112,10 +112,11 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
 
 pub const METHODOLOGY: &str = "Per network, eth_feeHistory over the last blocks with the 10th, 50th and 90th \
 percentile priority fees: each tier's priority fee is the median of that percentile over the blocks \
-(slow = 10th, standard = 50th, fast = 90th). expectedFeeGwei = nextBaseFee + priority (what a transaction \
-pays per gas); maxFeeGwei = 2 x nextBaseFee + priority (a safe maxFeePerGas). Costs: gasUnits x expected fee, \
-in ETH at the spot ETH/USD price. On OP-stack networks (Base) each cost adds the L1 data fee, an upper bound \
-from the GasPriceOracle (getL1FeeUpperBound) for a transaction of l1TxBytes unsigned bytes; totalUsd includes it.";
+(slow = 10th, standard = 50th, fast = 90th) and is the tier's maxPriorityFeeGwei. expectedFeeGwei = \
+nextBaseFeeGwei + maxPriorityFeeGwei (what a transaction pays per gas); maxFeeGwei = 2 x nextBaseFeeGwei + \
+maxPriorityFeeGwei (a safe maxFeePerGas). Costs: gasUnits x expectedFeeGwei, in ETH at the spot ETH/USD price. On OP-stack networks (Base) each cost adds the L1 data fee, an upper bound \
+from the GasPriceOracle (getL1FeeUpperBound) for a transaction of l1TxBytes unsigned bytes: each tier's \
+plainTransferUsd and erc20TransferUsd include it, and l1DataFee gives it alone.";
 
 fn network_json(n: &NetworkParams, g: &NetworkGas, units: Pair<u64>, eth_usd: f64) -> Value {
     let f = &g.fees;
@@ -233,5 +234,76 @@ impl Stage for Gas {
         out.insert("dataSource".into(), Value::Object(sources));
         out.insert("methodology".into(), Value::String(METHODOLOGY.into()));
         respond_market(ex, Value::Object(out), taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::gas::{FeeSnapshot, L1Fees};
+
+    fn keys(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    keys(x, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+            _ => {}
+        }
+    }
+
+    /// Every field the methodology names (a camelCase word) is a field of the answer: the text
+    /// once promised a `totalUsd` that /api/gas never had.
+    #[test]
+    fn the_methodology_names_only_fields_the_answer_has() {
+        let n = NetworkParams {
+            name: "base".into(),
+            chain_id: 8453,
+            rpc: vec!["base_rpc".into()],
+            l1_fee_oracle: Some("0x420000000000000000000000000000000000000F".into()),
+            tokens: vec![],
+        };
+        let g = NetworkGas {
+            upstream: "base_rpc".into(),
+            fees: FeeSnapshot {
+                latest_block: 1,
+                base_fee: 1_000_000,
+                next_base_fee: 1_000_000,
+                blocks: 20,
+                avg_gas_used_ratio: 0.5,
+                priority: [1, 2, 3],
+            },
+            l1: Some(L1Fees {
+                plain_transfer: 10,
+                erc20_transfer: 20,
+                l1_base_fee: Some(5),
+            }),
+        };
+        let units = Pair {
+            plain_transfer: 21_000,
+            erc20_transfer: 65_000,
+        };
+        let mut fields = vec![
+            "ethPriceUsd".to_string(),
+            "gasUnits".into(),
+            "l1TxBytes".into(),
+            "dataSource".into(),
+        ];
+        keys(&network_json(&n, &g, units, 3000.0), &mut fields);
+        let named = regex::Regex::new(r"\b[a-z0-9]+(?:[A-Z][a-z0-9]*)+\b").unwrap();
+        let not_fields = ["eth_feeHistory", "getL1FeeUpperBound", "maxFeePerGas"];
+        for m in named.find_iter(METHODOLOGY) {
+            let word = m.as_str();
+            if not_fields.iter().any(|n| n.contains(word)) {
+                continue;
+            }
+            assert!(
+                fields.iter().any(|f| f == word),
+                "the methodology names `{word}`, which the answer does not have"
+            );
+        }
     }
 }

@@ -76,7 +76,11 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             "schemes": ["http", "https"],
             "blocked": "private, loopback, link-local, CGNAT, multicast, reserved and cloud-metadata addresses, checked on every DNS answer and redirect hop",
             "cookies": "never sent; Set-Cookie removed from the reply",
-            "requestHeaders": format!("allowlist: {} and custom x-* headers", super::fetch::HEADER_ALLOWLIST.join(", ")),
+            "requestHeaders": format!(
+                "only these names: {}; on a redirect to another origin only {} are kept",
+                super::fetch::HEADER_ALLOWLIST.join(", "),
+                crate::net::client::CROSS_ORIGIN_HEADERS.join(", ")
+            ),
             "responseHeaders": "lower-case names; Set-Cookie and hop-by-hop headers removed; repeated headers joined with \", \"",
             "bodyEncoding": "text when the content is textual UTF-8, else base64",
             "truncation": "a body streamed past the cap is cut there (truncated: true); a declared Content-Length over the cap is refused with 413",

@@ -81,7 +81,12 @@ impl SourceParams {
     }
 }
 
-/// The not-charged reply for an upstream failure: 502 or 503 naming the upstream.
+/// Seconds a caller is asked to wait after a 503 (an upstream unreachable or rate-limiting us):
+/// about one cache lifetime, long enough for a blip to pass.
+pub const RETRY_AFTER_S: u64 = 30;
+
+/// The not-charged reply for an upstream failure: 502 or 503 naming the upstream; a 503 says
+/// when to retry.
 pub fn upstream_failure(ex: &mut Exchange, e: &UpstreamError) -> Flow {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_GATEWAY);
     let code = if e.status() == 503 {
@@ -92,12 +97,11 @@ pub fn upstream_failure(ex: &mut Exchange, e: &UpstreamError) -> Flow {
     let mut extra = Map::new();
     extra.insert("upstream".into(), Value::String(e.upstream.clone()));
     tracing::warn!(request_id = %ex.id, route = %ex.route.path, error = %e, "market upstream failed");
-    ex.reply = Some(Reply::error_with(
-        status,
-        code,
-        format!("{e}; you were not charged"),
-        extra,
-    ));
+    let mut reply = Reply::error_with(status, code, format!("{e}; you were not charged"), extra);
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        reply = reply.with_header("retry-after", &RETRY_AFTER_S.to_string());
+    }
+    ex.reply = Some(reply);
     Flow::Reply
 }
 

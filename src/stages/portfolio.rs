@@ -220,7 +220,7 @@ impl Stage for Portfolio {
             let o = &fresh.value;
             sources.insert(n.name.clone(), Value::String(o.upstream.clone()));
             let eth = spot.value.price("ETH");
-            let native_usd = eth.map(|p| o.native_wei / 1e18 * p);
+            let native_usd = eth.map(|p| o.native_wei.scaled_f64(18) * p);
             let mut net_total = native_usd.unwrap_or(0.0);
             positions.push(Position {
                 symbol: "ETH".into(),
@@ -230,7 +230,7 @@ impl Stage for Portfolio {
             });
             let mut tokens = Vec::new();
             for (t, raw) in n.tokens.iter().zip(o.tokens.iter()) {
-                let amount = raw.map(|r| r / 10f64.powi(t.decimals as i32));
+                let amount = raw.as_ref().map(|r| r.scaled_f64(t.decimals));
                 let usd = amount.and_then(|a| price_of(&spot.value, &t.price).map(|p| a * p));
                 if let Some(u) = usd {
                     net_total += u;
@@ -244,7 +244,7 @@ impl Stage for Portfolio {
                 tokens.push(json!({
                     "symbol": t.symbol,
                     "address": t.address,
-                    "balance": raw.map(|r| Value::String(format_units(r, t.decimals))).unwrap_or(Value::Null),
+                    "balance": raw.as_ref().map(|r| Value::String(format_units(r, t.decimals))).unwrap_or(Value::Null),
                     "valueUsd": usd.map(|u| round(u, 2)),
                     "stablecoin": t.price == "USD",
                 }));
@@ -258,7 +258,7 @@ impl Stage for Portfolio {
                     "chainId": n.chain_id,
                     "native": {
                         "symbol": "ETH",
-                        "balance": format_units(o.native_wei, 18),
+                        "balance": format_units(&o.native_wei, 18),
                         "valueUsd": native_usd.map(|u| round(u, 2)),
                     },
                     "tokens": tokens,

@@ -186,6 +186,39 @@ async fn route(
 </script>"#,
             ),
         ),
+        // Registers a service worker that fetches the refused canary; the worker reports the
+        // outcome to the page, which puts it in its title ("SW fetch:error" when refused).
+        "/sw" => html(
+            200,
+            page(
+                "SW pending",
+                r#"<script>
+  navigator.serviceWorker.onmessage = (e) => { document.title = "SW " + e.data; };
+  navigator.serviceWorker.register("/sw.js").then(
+    () => { document.title = "SW registered"; },
+    (err) => { document.title = "SW register failed " + err; });
+</script>"#,
+            ),
+        ),
+        "/sw.js" => {
+            let body = format!(
+                r#"self.addEventListener("install", (e) => self.skipWaiting());
+self.addEventListener("activate", (e) => {{
+  e.waitUntil(
+    fetch("http://{canary}/from-service-worker", {{ mode: "no-cors" }})
+      .then(() => "fetch:ok", () => "fetch:error")
+      .then((r) => self.clients.matchAll({{ includeUncontrolled: true }})
+        .then((cs) => cs.forEach((c) => c.postMessage(r)))));
+}});
+"#
+            );
+            let mut r = Response::new(body.into());
+            r.headers_mut().insert(
+                "content-type",
+                HeaderValue::from_static("text/javascript"),
+            );
+            r
+        }
         // Loads after `ms` milliseconds (bounded at 10 s).
         "/delay" => {
             let ms = q.get("ms").and_then(|v| v.parse::<u64>().ok()).unwrap_or(500).min(10_000);

@@ -146,12 +146,17 @@ struct CountParams {
     counter: String,
     #[serde(default)]
     delay_ms: u64,
+    /// Runs after this many answer 502, as an upstream that went down.
+    #[serde(default)]
+    fail_after: Option<usize>,
 }
 
-/// `count`: stands for an upstream call; counts its runs, waits, answers `{run: n}`.
+/// `count`: stands for an upstream call; counts its runs, waits, answers `{run: n}` (or 502
+/// once past `fail_after` runs).
 struct Count {
     runs: Arc<AtomicUsize>,
     delay: Duration,
+    fail_after: Option<usize>,
 }
 
 #[async_trait]
@@ -159,6 +164,13 @@ impl Stage for Count {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
         tokio::time::sleep(self.delay).await;
+        if self.fail_after.is_some_and(|f| n > f) {
+            return ex.fail(
+                http::StatusCode::BAD_GATEWAY,
+                "upstream_error",
+                format!("run {n}: the upstream failed"),
+            );
+        }
         ex.respond_ok(json!({ "run": n }))
     }
 }
@@ -168,6 +180,7 @@ fn build_count(_: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     Ok(Arc::new(Count {
         runs: counter(&p.counter),
         delay: Duration::from_millis(p.delay_ms),
+        fail_after: p.fail_after,
     }))
 }
 
