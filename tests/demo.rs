@@ -301,6 +301,7 @@ fn shipped_offline() -> paycall::config::Config {
     let env = |k: &str| match k {
         "PAYCALL_EVM_PAY_TO" => Some(EVM_PAY_TO.to_string()),
         "PAYCALL_SOLANA_PAY_TO" => Some("FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".to_string()),
+        "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".to_string()),
         "PAYCALL_FACILITATOR_URL" => Some(NO_FACILITATOR.to_string()),
         _ => None,
     };

@@ -535,6 +535,7 @@ async fn status_is_ok_on_the_shipped_config_without_a_search_key() {
     let env = move |k: &str| match k {
         "PAYCALL_EVM_PAY_TO" => Some(EVM_PAY_TO.to_string()),
         "PAYCALL_SOLANA_PAY_TO" => Some("FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".to_string()),
+        "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".to_string()),
         "PAYCALL_FACILITATOR_URL" => Some(fac_url.clone()),
         _ => None,
     };

@@ -256,13 +256,18 @@ impl Confirmer {
             )
             .await?;
         let logs = logs.as_array().cloned().unwrap_or_default();
-        if logs.is_empty() {
-            return Ok(Onchain::NotFound);
+        let canceled = topic("AuthorizationCanceled(address,bytes32)");
+        for l in &logs {
+            let first = l
+                .get("topics")
+                .and_then(|t| t.get(0))
+                .and_then(Value::as_str)
+                .map(str::to_ascii_lowercase);
+            if first.as_deref() == Some(canceled.as_str()) {
+                return Ok(Onchain::Spent);
+            }
         }
-        if judge_logs(&logs, a) == Some(LogVerdict::Spent) {
-            return Ok(Onchain::Spent);
-        }
-        // AuthorizationUsed: read its transaction to find the transfer.
+        // AuthorizationUsed: its transaction's receipt says whether the transfer was ours.
         for l in &logs {
             if let Some(tx) = l.get("transactionHash").and_then(Value::as_str) {
                 if let Some(v) = self.receipt_verdict(rpc, tx, a).await? {

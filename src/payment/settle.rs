@@ -270,12 +270,7 @@ impl Settle {
         let auth = Authorization::from_payload(&paid.payload, &paid.offer.asset)?;
         match self.confirmer.check(&paid.offer.network, &auth, tx).await {
             Ok(Onchain::Transferred { transaction }) => Some(Verdict::Paid {
-                receipt: json!({
-                    "success": true,
-                    "transaction": transaction,
-                    "network": paid.offer.network,
-                    "payer": auth.from,
-                }),
+                receipt: chain_receipt(&transaction, &paid.offer.network, &auth.from),
                 transaction,
             }),
             Ok(Onchain::Spent) => Some(Verdict::Failed {
@@ -409,6 +404,24 @@ fn ledger_down() -> Reply {
         "the payment ledger is unavailable; the answer was withheld and nothing was charged — retry after Retry-After seconds",
     )
     .with_header("retry-after", "5")
+}
+
+/// The receipt of a transfer found on chain (the facilitator's shape).
+pub fn chain_receipt(transaction: &str, network: &str, payer: &str) -> Value {
+    json!({
+        "success": true,
+        "transaction": transaction,
+        "network": network,
+        "payer": payer,
+    })
+}
+
+/// A kept reply as it is released: with its receipt, as `with_receipt` sends it.
+pub fn kept_with_receipt(
+    k: super::ledger::KeptReply,
+    response: &Value,
+) -> super::ledger::KeptReply {
+    reply_to_kept(&with_receipt(super::gate::kept_to_reply(&k), response))
 }
 
 /// The reply released with its receipt.

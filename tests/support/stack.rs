@@ -240,6 +240,12 @@ impl LocalStack {
         self.facilitator_json("POST", "/_mode", Some(&body));
     }
 
+    /// How long the `slow` settle mode holds its answer after settling on chain.
+    pub fn set_slow_ms(&self, ms: u64) {
+        let body = json!({ "slowMs": ms }).to_string();
+        self.facilitator_json("POST", "/_mode", Some(&body));
+    }
+
     /// Mints test USDC (atomic units) to `to`; returns the transaction hash.
     pub fn mint(&self, to: &str, amount: u128) -> String {
         let body = json!({ "to": to, "amount": amount.to_string() }).to_string();

@@ -10,7 +10,7 @@
 //                         no HTTP answer was given: hang, down)
 //   POST /_calls/reset    forget recorded calls
 //   GET  /_mode           current fault modes
-//   POST /_mode           {verify?, settle?} (omitted keys keep their value); see MODES below
+//   POST /_mode           {verify?, settle?, slowMs?} (omitted keys keep their value); see MODES below
 //   POST /_mint           {to, amount} mint test USDC (atomic units) to an address
 import { createServer } from "node:http";
 import { randomBytes } from "node:crypto";
@@ -26,9 +26,11 @@ import { NETWORK, localChain } from "./chain.mjs";
 // unavailable: HTTP 503. hang: never answer. garbage: 200 with a body that is not JSON.
 // fail (settle): success:false "unexpected_settle_error", chain untouched.
 // pending (settle): success:false "settlement_pending" with a made-up transaction hash, not settled.
+// slow (settle): settles for real on the chain, then holds the answer for `slowMs` (POST /_mode
+// {settle: "slow", slowMs}; default 5000) — a seller that dies meanwhile never hears of it.
 export const MODES = {
   verify: ["normal", "down", "unavailable", "hang", "garbage"],
-  settle: ["normal", "fail", "pending", "down", "unavailable", "hang", "garbage"],
+  settle: ["normal", "fail", "pending", "down", "unavailable", "hang", "garbage", "slow"],
 };
 
 const MAX_BODY = 1 << 20;
@@ -102,7 +104,7 @@ function parseJson(text) {
 export async function startFacilitatorServer({ facilitator, mint, log = () => {} }) {
   const calls = [];
   let seq = 0;
-  const mode = { verify: "normal", settle: "normal" };
+  const mode = { verify: "normal", settle: "normal", slowMs: 5000 };
   const hung = new Set();
 
   async function protocolCall(endpoint, req, res) {
@@ -175,6 +177,11 @@ export async function startFacilitatorServer({ facilitator, mint, log = () => {}
         endpoint === "verify"
           ? await facilitator.verify(paymentPayload, paymentRequirements)
           : await facilitator.settle(paymentPayload, paymentRequirements);
+      if (endpoint === "settle" && current === "slow") {
+        log(`${call.endpoint} #${call.seq} settled; holding the answer ${mode.slowMs} ms (mode slow)`);
+        await new Promise((r) => setTimeout(r, mode.slowMs));
+        if (res.destroyed) return; // the seller hung up: nothing to answer
+      }
       return answer(200, result);
     } catch (error) {
       return answer(500, { error: error instanceof Error ? error.message : String(error) });
@@ -194,7 +201,13 @@ export async function startFacilitatorServer({ facilitator, mint, log = () => {}
       const wanted = parsed.ok && parsed.value && typeof parsed.value === "object" ? parsed.value : null;
       if (!wanted) return sendJson(res, 400, { error: "body must be a JSON object {verify?, settle?}" });
       for (const key of Object.keys(wanted)) {
-        if (!MODES[key]) return sendJson(res, 400, { error: `unknown key ${key}: use verify or settle` });
+        if (key === "slowMs") {
+          if (!Number.isInteger(wanted.slowMs) || wanted.slowMs < 0 || wanted.slowMs > 60000) {
+            return sendJson(res, 400, { error: "slowMs must be an integer from 0 to 60000" });
+          }
+          continue;
+        }
+        if (!MODES[key]) return sendJson(res, 400, { error: `unknown key ${key}: use verify, settle or slowMs` });
         if (!MODES[key].includes(wanted[key])) {
           return sendJson(res, 400, { error: `${key} mode must be one of ${MODES[key].join(", ")}` });
         }
