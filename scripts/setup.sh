@@ -2,7 +2,9 @@
 # Installs what paycall's tests and the README's run command need on a Debian machine, and does
 # nothing when it is all there already (safe to run before every build, as .ci/run does):
 #   - Debian packages: nodejs + npm (only when node is missing), chromium, chromium-driver
-#     (screenshots), poppler-utils (PDF checks), wrk (load benchmarks), ca-certificates
+#     (screenshots), poppler-utils (PDF checks), wrk (load benchmarks), ca-certificates,
+#     libsqlite3-dev + pkg-config (the ledger's SQLite), postgresql (the ledger tests start a
+#     throwaway cluster with its server binaries; no cluster is created or started here)
 #   - the e2e payment stack's node packages: `npm ci --ignore-scripts` in tests/e2e when
 #     node_modules is missing or older than package-lock.json
 #   - the stack's test contracts, compiled once into tests/e2e/.stack/build
@@ -21,7 +23,7 @@ if ! command -v node >/dev/null 2>&1; then
 elif ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
-for pkg in chromium chromium-driver poppler-utils wrk ca-certificates; do
+for pkg in chromium chromium-driver poppler-utils wrk ca-certificates libsqlite3-dev pkg-config postgresql; do
   installed "$pkg" || missing+=("$pkg")
 done
 

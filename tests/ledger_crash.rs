@@ -155,7 +155,11 @@ async fn send(url: &str, sig: &str) -> (u16, Option<String>, Vec<u8>) {
         .get("payment-response")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    (status, receipt, r.bytes().await.unwrap_or_default().to_vec())
+    (
+        status,
+        receipt,
+        r.bytes().await.unwrap_or_default().to_vec(),
+    )
 }
 
 fn with_identifier(payload: &Value, id: &str) -> String {
@@ -174,7 +178,10 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
         port: free_port(),
         db: dir.path().join("ledger.db"),
         stack_env: vec![
-            ("PAYCALL_FACILITATOR_URL".into(), stack.facilitator_url.clone()),
+            (
+                "PAYCALL_FACILITATOR_URL".into(),
+                stack.facilitator_url.clone(),
+            ),
             ("PAYCALL_EVM_PAY_TO".into(), stack.pay_to.clone()),
             ("PAYCALL_SOLANA_PAY_TO".into(), SOL_PLACEHOLDER.into()),
             ("PAYCALL_ALLOW_CIDRS".into(), "127.0.0.1/32".into()),
@@ -211,7 +218,10 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     };
     let started = Instant::now();
     while stack.settle_calls() == 0 {
-        assert!(started.elapsed() < Duration::from_secs(30), "no /settle reached the facilitator");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no /settle reached the facilitator"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     paycall.kill();
@@ -221,7 +231,10 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     );
     let started = Instant::now();
     while stack.usdc_balance(&stack.buyer) == buyer_start {
-        assert!(started.elapsed() < Duration::from_secs(30), "the transfer never landed");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the transfer never landed"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(up.total(), 1, "the work was done once");
@@ -236,10 +249,16 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     let receipt = decode(&receipt.expect("PAYMENT-RESPONSE on the kept reply"));
     assert_eq!(receipt["success"], true, "{receipt}");
     assert!(
-        receipt["transaction"].as_str().is_some_and(|t| t.len() == 66),
+        receipt["transaction"]
+            .as_str()
+            .is_some_and(|t| t.len() == 66),
         "{receipt}"
     );
-    assert_eq!(stack.settle_calls(), 1, "confirmed on chain, not settled again");
+    assert_eq!(
+        stack.settle_calls(),
+        1,
+        "confirmed on chain, not settled again"
+    );
     assert_eq!(up.total(), 1, "the kept reply, not new work");
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 10_000);
     assert_eq!(stack.usdc_balance(&stack.pay_to), pay_to_start + 10_000);
@@ -260,7 +279,11 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     paycall.kill();
     paycall.start();
     let (s2, r2, b2) = send(&pid_target, &first).await;
-    assert_eq!((s2, &r2, &b2), (s1, &r1, &b1), "byte for byte, receipt included");
+    assert_eq!(
+        (s2, &r2, &b2),
+        (s1, &r1, &b1),
+        "byte for byte, receipt included"
+    );
     assert_eq!(stack.settle_calls(), 1, "no second settlement");
     assert_eq!(stack.verify_calls(), 1, "no second verify");
     // The same id with another payment: 409, before any facilitator call.
@@ -268,13 +291,21 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     let clash = with_identifier(&other.payload, "crash-test-0123456789abcdef");
     let (s3, _, b3) = send(&pid_target, &clash).await;
     let b3: Value = serde_json::from_slice(&b3).unwrap();
-    assert_eq!((s3, b3["error"].as_str()), (409, Some("payment_identifier_conflict")), "{b3}");
+    assert_eq!(
+        (s3, b3["error"].as_str()),
+        (409, Some("payment_identifier_conflict")),
+        "{b3}"
+    );
     assert_eq!(stack.verify_calls(), 1);
     // A malformed id: 400 before any facilitator call.
     let bad = with_identifier(&other.payload, "short");
     let (s4, _, b4) = send(&pid_target, &bad).await;
     let b4: Value = serde_json::from_slice(&b4).unwrap();
-    assert_eq!((s4, b4["error"].as_str()), (400, Some("invalid_payment_identifier")), "{b4}");
+    assert_eq!(
+        (s4, b4["error"].as_str()),
+        (400, Some("invalid_payment_identifier")),
+        "{b4}"
+    );
     assert_eq!(stack.verify_calls(), 1);
 
     // 4. The operator's view equals the chain.

@@ -455,3 +455,70 @@ async fn settlement_failures_withhold_pending_resumes_and_duplicates_are_served_
     stack.set_mode("normal", "normal");
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
 }
+
+/// The ledger's release rule: a kept reply leaves only on proof of payment. A payer who cancels
+/// the authorization after a "pending" answer gets a 402, not the content (the facilitator's
+/// "authorization is used or canceled" is not proof); a payment made for one route is refused
+/// on another of the same price before any facilitator call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_payment_is_released_only_on_proof_of_transfer() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let buyer_start = stack.usdc_balance(&stack.buyer);
+    let target = paycall.url(&format!("/api/http?url={}", enc(&up.url("/cookie"))));
+
+    stack.set_mode("normal", "pending");
+    let signed = stack.sign_only_async(&target, "GET", None).await;
+    let (s, _, b) = send_signed(&target, &signed.payment_signature).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (503, Some("settlement_pending")),
+        "{b}"
+    );
+
+    // The payer cancels the authorization on chain, then repeats the request.
+    let nonce = signed.payload["payload"]["authorization"]["nonce"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    stack.cancel_authorization(&nonce);
+    stack.set_mode("normal", "normal");
+    let (s, _, b) = send_signed(&target, &signed.payment_signature).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (402, Some("settlement_failed")),
+        "{b}"
+    );
+    assert!(
+        !b.to_string().contains("with cookie"),
+        "content withheld: {b}"
+    );
+    assert_eq!(
+        stack.usdc_balance(&stack.buyer),
+        buyer_start,
+        "nothing moved"
+    );
+    // And it stays refused.
+    let (s, _, b) = send_signed(&target, &signed.payment_signature).await;
+    assert!(s == 402 || s == 409 || s == 429, "{s} {b}");
+    assert!(!b.to_string().contains("with cookie"), "{b}");
+
+    // A /api/fetch payment (0.02) presented to /api/pdf (0.02): refused before verify.
+    let fetch = paycall.url(&format!("/api/fetch?url={}", enc(&up.url("/hello"))));
+    let sig = stack
+        .sign_only_async(&fetch, "GET", None)
+        .await
+        .payment_signature;
+    stack.reset_calls();
+    let pdf = paycall.url(&format!("/api/pdf?url={}", enc(&up.url("/hello"))));
+    let (s, _, b) = send_signed(&pdf, &sig).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (400, Some("invalid_payment")),
+        "{b}"
+    );
+    assert_eq!(stack.verify_calls(), 0);
+    assert_eq!(stack.settle_calls(), 0);
+}

@@ -55,7 +55,9 @@ pub async fn pass(ledger: &Ledger, confirmer: &Confirmer) -> Result<Pass, String
             Some(Onchain::Transferred { transaction }) => {
                 out.settled += 1;
                 // The kept reply is released with its receipt, as a live settlement would be.
-                let payer = split_evm_key(&row.key).map(|(_, f, _)| f).unwrap_or_default();
+                let payer = split_evm_key(&row.key)
+                    .map(|(_, f, _)| f)
+                    .unwrap_or_default();
                 let receipt = super::settle::chain_receipt(&transaction, &row.network, &payer);
                 let reply = row.reply.clone().map(|k| {
                     let until = row.reply_expires_ms.unwrap_or_else(|| now_ms() + 3_600_000);

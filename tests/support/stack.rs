@@ -240,6 +240,27 @@ impl LocalStack {
         self.facilitator_json("POST", "/_mode", Some(&body));
     }
 
+    /// The buyer cancels one of its EIP-3009 authorizations on chain (tests/e2e/cancel.mjs);
+    /// returns the transaction hash.
+    pub fn cancel_authorization(&self, nonce: &str) -> String {
+        let out = Command::new(node_bin())
+            .arg(e2e_dir().join("cancel.mjs"))
+            .arg("--state")
+            .arg(&self.state_file)
+            .arg("--nonce")
+            .arg(nonce)
+            .current_dir(e2e_dir())
+            .output()
+            .expect("run node cancel.mjs");
+        assert!(
+            out.status.success(),
+            "cancel.mjs failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("cancel.mjs prints JSON");
+        v["transaction"].as_str().unwrap_or_default().to_string()
+    }
+
     /// How long the `slow` settle mode holds its answer after settling on chain.
     pub fn set_slow_ms(&self, ms: u64) {
         let body = json!({ "slowMs": ms }).to_string();

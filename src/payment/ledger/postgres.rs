@@ -237,7 +237,17 @@ impl Store for Postgres {
         if let Some(r) = taken {
             return Ok(Claim::Taken(read_row(&r)));
         }
-        Ok(match self.get(&p.key).await? {
+        // On the same connection: taking a second one from the pool while holding this one
+        // deadlocks a busy pool.
+        let row = c
+            .query_opt(
+                &format!("SELECT {COLS} FROM payments WHERE key = $1"),
+                &[&p.key],
+            )
+            .await
+            .map_err(unavailable)?
+            .map(|r| read_row(&r));
+        Ok(match row {
             Some(row) if row.binding != p.binding => Claim::Mismatch(row),
             Some(row) => Claim::Busy(row),
             None => Claim::PidTaken,
