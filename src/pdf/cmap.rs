@@ -257,60 +257,60 @@ pub fn parse(stream: &[u8]) -> Option<ToUnicode> {
             break;
         }
         match t {
-            Tok::Word(b"beginbfchar") => loop {
-                let (Some(Tok::Hex(src)), Some(Tok::Hex(dst))) = (toks.next(), toks.next()) else {
-                    break;
-                };
-                entries += 1;
-                if let Some((code, len)) = source(src) {
-                    let dst = target(dst);
-                    match dst.len() {
-                        0 => {}
-                        1 => cmap.put(code, code, len, Target::Unit(dst[0])),
-                        _ => cmap.put(code, code, len, Target::Str(dst)),
-                    }
-                }
-                if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
-                    break;
-                }
-            },
-            Tok::Word(b"beginbfrange") => loop {
-                let (Some(Tok::Hex(lo)), Some(Tok::Hex(hi))) = (toks.next(), toks.next()) else {
-                    break;
-                };
-                entries += 1;
-                let dst = match toks.next() {
-                    Some(Tok::Hex(d)) => Some(target(d)),
-                    Some(Tok::Open) => {
-                        let mut arr = Vec::new();
-                        for t in toks.by_ref() {
-                            match t {
-                                Tok::Hex(d) if arr.len() < MAX_TARGET_ARRAY => arr.push(target(d)),
-                                Tok::Hex(_) => {}
-                                _ => break,
-                            }
+            Tok::Word(b"beginbfchar") => {
+                while let (Some(Tok::Hex(src)), Some(Tok::Hex(dst))) = (toks.next(), toks.next()) {
+                    entries += 1;
+                    if let Some((code, len)) = source(src) {
+                        let dst = target(dst);
+                        match dst.len() {
+                            0 => {}
+                            1 => cmap.put(code, code, len, Target::Unit(dst[0])),
+                            _ => cmap.put(code, code, len, Target::Str(dst)),
                         }
-                        put_array(&mut cmap, lo, hi, arr);
-                        None
                     }
-                    _ => break,
-                };
-                if let (Some(dst), Some((lo, len)), Some((hi, hi_len))) =
-                    (dst, source(lo), source(hi))
-                {
-                    if len == hi_len && lo <= hi && !dst.is_empty() {
-                        let t = if dst.len() == 1 {
-                            Target::Unit(dst[0])
-                        } else {
-                            Target::Str(dst)
-                        };
-                        cmap.put(lo, hi, len, t);
+                    if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
+                        break;
                     }
                 }
-                if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
-                    break;
+            }
+            Tok::Word(b"beginbfrange") => {
+                while let (Some(Tok::Hex(lo)), Some(Tok::Hex(hi))) = (toks.next(), toks.next()) {
+                    entries += 1;
+                    let dst = match toks.next() {
+                        Some(Tok::Hex(d)) => Some(target(d)),
+                        Some(Tok::Open) => {
+                            let mut arr = Vec::new();
+                            for t in toks.by_ref() {
+                                match t {
+                                    Tok::Hex(d) if arr.len() < MAX_TARGET_ARRAY => {
+                                        arr.push(target(d))
+                                    }
+                                    Tok::Hex(_) => {}
+                                    _ => break,
+                                }
+                            }
+                            put_array(&mut cmap, lo, hi, arr);
+                            None
+                        }
+                        _ => break,
+                    };
+                    if let (Some(dst), Some((lo, len)), Some((hi, hi_len))) =
+                        (dst, source(lo), source(hi))
+                    {
+                        if len == hi_len && lo <= hi && !dst.is_empty() {
+                            let t = if dst.len() == 1 {
+                                Target::Unit(dst[0])
+                            } else {
+                                Target::Str(dst)
+                            };
+                            cmap.put(lo, hi, len, t);
+                        }
+                    }
+                    if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
+                        break;
+                    }
                 }
-            },
+            }
             _ => {}
         }
     }
@@ -329,7 +329,7 @@ fn put_array(cmap: &mut ToUnicode, lo: &[u8], hi: &[u8], arr: Vec<Vec<u16>>) {
 }
 
 /// The CMap of issue 21: one range over every four-byte code.
-pub const HOSTILE_FULL_RANGE: &str = "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n1 begincodespacerange\n<00000000> <FFFFFFFF>\nendcodespacerange\n1 beginbfrange\n<00000000> <FFFFFFFF> <0041>\nendbfrange\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n";
+pub const HOSTILE_FULL_RANGE: &str = "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n/CMapName /Hostile def\n1 begincodespacerange\n<00000000> <FFFFFFFF>\nendcodespacerange\n1 beginbfrange\n<00000000> <FFFFFFFF> <0041>\nendbfrange\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n";
 
 #[cfg(test)]
 mod tests {
