@@ -129,7 +129,7 @@ pub fn many_text_pages_pdf(pages: usize, bytes: usize) -> Vec<u8> {
     let mut i = 0usize;
     while content.len() < bytes {
         let y = 780 - (i % 700) as i64;
-        write!(content, "BT /F1 10 Tf 20 {y} Td (line {i}) Tj ET\n").unwrap();
+        writeln!(content, "BT /F1 10 Tf 20 {y} Td (line {i}) Tj ET").unwrap();
         i += 1;
     }
     let z = stream(&content, true);
