@@ -82,11 +82,7 @@ pub fn redrawn_form_pdf(bytes: usize, draws: usize, text_heavy: bool) -> Vec<u8>
         let mut i = 0usize;
         while form.len() < bytes {
             let y = 780 - (i % 700) as i64;
-            write!(
-                form,
-                "BT /F1 10 Tf 20 {y} Td (line {i} of the form) Tj ET\n"
-            )
-            .unwrap();
+            writeln!(form, "BT /F1 10 Tf 20 {y} Td (line {i} of the form) Tj ET").unwrap();
             i += 1;
         }
     } else {
