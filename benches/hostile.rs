@@ -7,6 +7,9 @@
 //!                                                 # parse, lopdf's CMap), under a 2 GB address-
 //!                                                 # space limit and a 20 s watchdog
 //!     cargo bench --bench hostile -- --case adoption-500
+//!     cargo bench --bench hostile -- --ratios DIR  # nodes per input byte of real pages (every
+//!                                                 # .html / .html.gz under DIR): the margin
+//!                                                 # of the node budget
 //!
 //! Peak RSS is the child's `ru_maxrss` (getrusage of the waited child); the process starts at
 //! a few MB, so the figure is what the case itself cost. The document is generated inside the
@@ -85,6 +88,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
         child(&args[i + 1]);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--ratios") {
+        ratios(std::path::Path::new(&args[i + 1]));
         return;
     }
     let only = args
@@ -268,4 +275,69 @@ fn pdf(bytes: &[u8]) -> String {
         },
         Err(e) => e.code().to_string(),
     }
+}
+
+/// Nodes made per input byte over real pages, and how many the default budget would refuse.
+fn ratios(dir: &std::path::Path) {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".html")
+                || p.to_string_lossy().ends_with(".html.gz")
+            {
+                files.push(p);
+            }
+        }
+    }
+    let mut rows: Vec<(f64, usize, String)> = Vec::new();
+    let mut refused = 0;
+    let unlimited = Budget {
+        nodes_per_byte: usize::MAX / (1 << 24),
+        min_nodes: 0,
+        deadline: None,
+    };
+    for f in &files {
+        let raw = std::fs::read(f).unwrap_or_default();
+        let bytes = if f.to_string_lossy().ends_with(".gz") {
+            use std::io::Read;
+            let mut out = Vec::new();
+            let _ = flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out);
+            out
+        } else {
+            raw
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let bounded = paycall::doc::guard::bound_input(&text);
+        let Ok(h) = paycall::doc::parse::parse_document(&bounded, &unlimited) else {
+            continue;
+        };
+        let nodes = h.tree.nodes().count();
+        if paycall::doc::parse::parse_document(&bounded, &Budget::default()).is_err() {
+            refused += 1;
+        }
+        rows.push((
+            nodes as f64 / bounded.len().max(1) as f64,
+            bounded.len(),
+            f.display().to_string(),
+        ));
+    }
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = rows.len();
+    if n == 0 {
+        println!("no .html or .html.gz files under {}", dir.display());
+        return;
+    }
+    let at = |q: f64| rows[((n - 1) as f64 * q) as usize].0;
+    println!(
+        "{n} pages: nodes per byte median {:.3}, p90 {:.3}, p99 {:.3}, max {:.3} ({}); refused by the default budget: {refused}",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        rows[n - 1].0,
+        rows[n - 1].2
+    );
 }

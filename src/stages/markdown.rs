@@ -13,7 +13,7 @@
 //! - `nodes_per_byte` (1), `min_nodes` (4096): the parse's node budget,
 //!   `min_nodes + nodes_per_byte × bytes`; a page whose tree outgrows it (misnested formatting
 //!   reconstructed over and over, issue 21) is 413 `html_too_complex`. Real pages make
-//!   0.01–0.1 nodes per byte.
+//!   0.01–0.13 nodes per byte (441 corpus pages, none refused).
 //!
 //! Both refusals are errors (status ≥ 400): not charged.
 
