@@ -6,7 +6,8 @@
 //! following `<p>x` makes the builder *reconstruct* all 500 inside the new paragraph (HTML
 //! spec, "reconstruct the active formatting elements"): a 200 KB page becomes ~24 million
 //! elements and ~10 GB. Real pages create well under one node per input byte (measured over the
-//! 441 pages of the extraction corpora: median 0.014–0.019, max 0.13), so the budget is `min_nodes + nodes_per_byte × input bytes`.
+//! 441 pages of the extraction corpora: median 0.014–0.019, max 0.13), so the budget is
+//! `min_nodes + nodes_per_byte × input bytes`.
 //!
 //! The budget is counted by a wrapper around scraper's `TreeSink` at the point where nodes are
 //! made. Past it the sink *freezes*: later nodes are stand-ins (one per element name, never
