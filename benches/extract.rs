@@ -37,9 +37,9 @@ fn ordinary(name: &str, html: &str, fields: &Value) {
     let base = url::Url::parse("https://example.com/a/b").unwrap();
     let runs = if html.len() > 100_000 { 15 } else { 60 };
     let parse = time(runs, || {
-        std::hint::black_box(Page::parse(html, Some(&base)));
+        std::hint::black_box(Page::parse(html, Some(&base), &Default::default()).unwrap());
     });
-    let page = Page::parse(html, Some(&base));
+    let page = Page::parse(html, Some(&base), &Default::default()).unwrap();
     let facts = time(runs, || {
         std::hint::black_box(page.facts());
     });
@@ -62,7 +62,7 @@ fn ordinary(name: &str, html: &str, fields: &Value) {
 fn hostile(name: &str, html: &str, fields: &Value) {
     let specs = parse_spec(fields.as_object().unwrap()).unwrap();
     let t = Instant::now();
-    let page = Page::parse(html, None);
+    let page = Page::parse(html, None, &Default::default()).unwrap();
     let parsed = t.elapsed();
     let _ = page.facts();
     let r = evaluate(&page, &specs, t + BUDGET);

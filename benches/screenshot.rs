@@ -97,6 +97,7 @@ fn pool_config() -> PoolConfig {
         queue: 8,
         queue_wait: Duration::from_secs(30),
         warm: 0,
+        js_heap_mb: paycall::browser::pool::DEFAULT_JS_HEAP_MB,
     }
 }
 
@@ -122,6 +123,7 @@ async fn main() {
         max_image_bytes: 3_000_000,
         full_page_max_px: 4000,
         jpeg_quality: 80,
+        max_memory_bytes: paycall::browser::render::DEFAULT_MAX_MEMORY_BYTES,
     };
     if let Err(e) = browsers().pool(pool_config()).availability() {
         eprintln!("screenshot bench: {e}");

@@ -82,6 +82,7 @@ fn main() {
                 upstream::ARTICLE.as_bytes(),
                 &base,
                 12_000,
+                &Default::default(),
             )
             .unwrap();
             assert!(!p.content.is_empty());

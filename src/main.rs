@@ -302,7 +302,7 @@ fn serve(path: &Path) -> ExitCode {
 /// Reads a file or fetches a URL (through the same guard as the service, so private targets are
 /// refused unless PAYCALL_ALLOW_CIDRS allows them) and prints /api/fetch's markdown of it.
 fn markdown(path: &Path, source: &str) -> ExitCode {
-    use paycall::doc::markdown::{html_to_markdown, passthrough};
+    use paycall::doc::markdown::{html_to_markdown_within, passthrough};
     let (body, content_type, base): (Vec<u8>, String, Option<url::Url>) =
         if source.starts_with("http://") || source.starts_with("https://") {
             let allow = match config::load(path) {
@@ -384,7 +384,17 @@ fn markdown(path: &Path, source: &str) -> ExitCode {
         .trim()
         .to_ascii_lowercase();
     if essence.is_empty() || essence == "text/html" || essence == "application/xhtml+xml" {
-        let doc = html_to_markdown(&text, base.as_ref());
+        // The service's node budget, and a deadline: a hostile file is refused, not a 10 GB
+        // process (issue 21).
+        let budget = paycall::doc::parse::Budget::default()
+            .with_deadline(std::time::Instant::now() + std::time::Duration::from_secs(20));
+        let doc = match html_to_markdown_within(&text, base.as_ref(), &budget) {
+            Ok(doc) => doc,
+            Err(e) => {
+                eprintln!("paycall markdown: {e} ({})", e.code());
+                return ExitCode::from(1);
+            }
+        };
         if let Some(t) = &doc.title {
             eprintln!("title: {t}");
         }

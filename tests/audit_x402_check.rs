@@ -379,3 +379,56 @@ async fn any_http_answer_is_a_report_transport_failures_are_errors() {
     }
     assert_eq!(w.zoo.total(), before, "bad input never reaches the target");
 }
+
+/// Issue 21: a 402 listing 100,000 offers made a 101 MB report and 1.2 GB of RSS. The first 20
+/// are audited, the rest counted in one finding, the report stays small and quick; offers with
+/// huge fields and many payTo addresses too (at most 20 addresses looked up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_with_100000_offers_gets_a_bounded_report() {
+    let w = world().await;
+    let t = std::time::Instant::now();
+    let url = w.server.url(&format!(
+        "/api/x402-check?url={}",
+        enc(&w.zoo.url("/v2/many-offers"))
+    ));
+    let resp = server_support::client().get(&url).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = resp.bytes().await.unwrap();
+    let took = t.elapsed();
+    let r: Value = serde_json::from_slice(&bytes).unwrap();
+    eprintln!(
+        "100,000 offers: {status}, {} bytes in {took:?}",
+        bytes.len()
+    );
+    assert_eq!(status, 200, "{r}");
+    assert!(
+        message(&r, "accepts_bounded")
+            .starts_with("the 402 lists 100000 offers; the first 20 were audited"),
+        "{}",
+        message(&r, "accepts_bounded")
+    );
+    assert_eq!(level(&r, "accepts_bounded"), "warn");
+    assert_eq!(r["accepts"].as_array().unwrap().len(), 20);
+    assert!(r["checks"].as_array().unwrap().len() <= 200);
+    // The empty offers fail: the cut keeps the verdict.
+    assert_eq!(r["verdict"], "fail");
+    assert!(bytes.len() < 256 * 1024, "{} bytes", bytes.len());
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+
+    let rpc_before = w.rpc.total();
+    let (s, r) = w.check(&w.zoo.url("/v2/many-pay-tos")).await;
+    assert_eq!(s, 200, "{r}");
+    let size = r.to_string().len();
+    eprintln!("100 offers with 2 KB schemes: {size} bytes");
+    assert!(size <= 256 * 1024, "{size} bytes");
+    assert_eq!(level(&r, "accepts_bounded"), "warn");
+    assert!(
+        r["payToTypes"].as_array().unwrap().len() <= 2 * 20,
+        "{}",
+        r["payToTypes"]
+    );
+    assert!(
+        w.rpc.total() - rpc_before <= 2 * 20,
+        "RPC calls bounded by the audited offers"
+    );
+}

@@ -130,3 +130,33 @@ fn routes_prints_the_catalogue() {
         ]
     );
 }
+
+/// Issue 21: `paycall markdown` on the 200 KB adoption-agency page took 10.4 GB and was killed
+/// at 30 s. Now it stops at the node budget: exit 1 with the reason, in well under a second.
+#[test]
+fn markdown_refuses_a_page_whose_tree_would_outgrow_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("adoption.html");
+    std::fs::write(
+        &page,
+        paycall::doc::parse::adoption_agency_page(500, 199_997),
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let out = paycall(
+        &["markdown", page.to_str().unwrap()],
+        &fixture("free"),
+        true,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("html_too_complex"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+}

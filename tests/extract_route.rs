@@ -582,6 +582,49 @@ async fn hostile_pages_and_selectors_end_within_the_budget() {
     }
 }
 
+/// Issue 21: n distinct formatting elements left open by a `</div>`, then ~48,000 `<p>x` in
+/// 200 KB: the tree builder would reconstruct all n in every paragraph (24 million elements,
+/// 10 GB for n = 500). Refused with 413 html_too_complex (not charged) within the 2 s budget,
+/// posted or fetched, and the server keeps answering ordinary pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adoption_agency_pages_are_refused_not_grown() {
+    let e = env().await;
+    for n in [500, 8000, 40] {
+        let html = paycall::doc::parse::adoption_agency_page(n, 199_997);
+        let t = Instant::now();
+        let (s, b) = e.post(&json!({"html": html, "fields": {"p": "p"}})).await;
+        let took = t.elapsed();
+        eprintln!("posted n={n}: {s} {} in {took:?}", code(&b));
+        assert_eq!((s, code(&b)), (413, "html_too_complex"), "n={n}: {b}");
+        assert!(
+            b["message"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was charged"),
+            "{b}"
+        );
+        assert!(took < Duration::from_secs(2), "n={n}: {took:?}");
+        let t = Instant::now();
+        let (s, b) = e.get(&e.pages.url(&format!("/adoption?n={n}")), None).await;
+        assert_eq!((s, code(&b)), (413, "html_too_complex"), "n={n}: {b}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+    // A few unclosed formatting elements over paragraphs of real length (sloppy but real) still
+    // parse, each paragraph carrying its reconstructed elements.
+    let html = format!(
+        "<div><b><i><font face=a></div>{}",
+        "<p>a sentence of a real paragraph".repeat(5000)
+    );
+    let (s, b) = e
+        .post(&json!({"html": html, "fields": {"p": "p font"}}))
+        .await;
+    assert_eq!(
+        (s, b["fields"]["p"].as_str()),
+        (200, Some("a sentence of a real paragraph")),
+        "{b}"
+    );
+}
+
 /// More hostile requests than extraction slots (4): they queue for a slot, each ends within its
 /// budget, and the async workers stay free for everything else meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -208,5 +208,29 @@ async fn http_and_fetch_limits_at_their_edges() {
         (Some(200_000), Some(true))
     );
     assert_eq!(stack.settle_calls(), 1);
+
+    // Issue 21: a page whose tree would outgrow the node budget (500 distinct formatting
+    // elements reconstructed in ~48,000 paragraphs) is 413 html_too_complex, quickly, never
+    // settled.
+    let hostile = upstream::chunked_body(
+        "text/html",
+        paycall::doc::parse::adoption_agency_page(500, 199_997).into_bytes(),
+    )
+    .await;
+    let sig = sign(fetch(&up.url("/hello"))).await;
+    stack.reset_calls();
+    let t = std::time::Instant::now();
+    let (s, b) = send("GET", &fetch(&hostile), &sig, None).await;
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (413, Some("html_too_complex")),
+        "{b}"
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(stack.settle_calls(), 0);
     assert_eq!(canary.hits(), 0);
 }

@@ -577,3 +577,51 @@ async fn names_are_resolved_and_judged_by_the_guard_not_by_the_browser() {
     assert_eq!(canary.hits(), 0, "the canary saw nothing");
     server.shutdown().await;
 }
+
+/// Issue 21: a page that allocates until it dies took the browser's processes to ~4.7 GB. The
+/// render's watchdog kills the session's chromium past 512 MB (summed PSS): 502 render_failed,
+/// not charged, well within the navigation deadline; the pool then renders the next page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_eats_memory_is_stopped_at_the_cap() {
+    let e = env().await;
+    // Sample the pool's chromium memory while the eater runs.
+    let root: Vec<std::path::PathBuf> = e
+        .browsers
+        .pools()
+        .iter()
+        .map(|p| p.profile_root().to_path_buf())
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sampler = {
+        let (stop, peak) = (stop.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let used: u64 = root
+                    .iter()
+                    .map(|r| paycall::browser::pool::profile_memory_bytes(r))
+                    .sum();
+                peak.fetch_max(used, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let t = std::time::Instant::now();
+    let (s, b) = e.shot("/api/shot", &e.pages.url("/eat"), "").await;
+    let took = t.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
+    let peak_mb = peak.load(Ordering::SeqCst) >> 20;
+    eprintln!("memory eater: {s} in {took:?}, browser peak {peak_mb} MB: {b}");
+    assert_eq!(
+        (s, b["error"].as_str()),
+        (502, Some("render_failed")),
+        "{b}"
+    );
+    assert!(b["message"].as_str().unwrap().contains("MB"), "{b}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    // The watchdog looks every 100 ms; one more round of allocations may land before it kills.
+    assert!(peak_mb < 1024, "browser peak {peak_mb} MB");
+    let (s, b) = e.shot("/api/shot", &e.pages.url("/plain"), "").await;
+    assert_eq!(s, 200, "{b}");
+}

@@ -126,6 +126,52 @@ impl Analysis {
     }
 }
 
+/// How much of a challenge is audited: a 402 listing 100,000 offers made a 101 MB report and
+/// 1.2 GB of RSS (issue 21). The first `max_offers` offers are audited one by one and the rest
+/// counted in one `accepts_bounded` finding; past `max_findings` findings, one
+/// `findings_bounded` finding (at the worst level of those it stands for) replaces the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_offers: usize,
+    pub max_findings: usize,
+}
+
+pub const DEFAULT_MAX_OFFERS: usize = 20;
+pub const DEFAULT_MAX_FINDINGS: usize = 200;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_offers: DEFAULT_MAX_OFFERS,
+            max_findings: DEFAULT_MAX_FINDINGS,
+        }
+    }
+}
+
+/// Keeps at most `max` findings (≥ 1): the first `max - 1` and one that counts the rest, at
+/// the worst level among them, so a cut never hides a failure's level.
+pub fn bound_findings(checks: &mut Vec<Check>, max: usize) {
+    let max = max.max(1);
+    if checks.len() <= max {
+        return;
+    }
+    let rest = checks.split_off(max - 1);
+    let level = rest.iter().map(|c| c.level).max().unwrap_or(Level::Pass);
+    let fails = rest.iter().filter(|c| c.level == Level::Fail).count();
+    let warns = rest.iter().filter(|c| c.level == Level::Warn).count();
+    checks.push(Check {
+        id: "findings_bounded",
+        level,
+        message: format!(
+            "{} more findings not listed ({fails} fail, {warns} warn); the report keeps the first {}",
+            rest.len(),
+            max - 1
+        ),
+        fix: "fix the findings listed, then audit again".into(),
+        entry: None,
+    });
+}
+
 /// Schemes the x402 specs and SDKs define.
 const KNOWN_SCHEMES: &[&str] = &["exact", "upto", "batch-settlement", "deferred"];
 /// CDP's cap on resource.description (UTF-16 units, it is JavaScript).
@@ -263,9 +309,15 @@ pub fn atomic_to_usd(atomic: u128) -> String {
     }
 }
 
-/// Analyses one probe answer. `guard` judges whether resource.url is reachable from the outside
-/// the way the probe itself was (operator allowlist included).
+/// Analyses one probe answer under the default [`Limits`]. `guard` judges whether resource.url
+/// is reachable from the outside the way the probe itself was (operator allowlist included).
 pub fn analyse(p: &ProbeView<'_>, guard: &Guard) -> Analysis {
+    analyse_with(p, guard, &Limits::default())
+}
+
+/// [`analyse`] auditing at most `limits.max_offers` offers and keeping at most
+/// `limits.max_findings` findings.
+pub fn analyse_with(p: &ProbeView<'_>, guard: &Guard, limits: &Limits) -> Analysis {
     let mut out = Out { checks: Vec::new() };
 
     // status
@@ -413,6 +465,18 @@ pub fn analyse(p: &ProbeView<'_>, guard: &Guard) -> Analysis {
                 format!("{} payment option(s) offered", accepts.len()),
             );
         }
+        if accepts.len() > limits.max_offers {
+            out.add(
+                "accepts_bounded",
+                Level::Warn,
+                format!(
+                    "the 402 lists {} offers; the first {} were audited",
+                    accepts.len(),
+                    limits.max_offers
+                ),
+                "offer a few payment options (one per network and asset): clients and facilitators read every entry",
+            );
+        }
 
         // resource info: v2 top level, v1 per entry (first entry speaks for all)
         let (res_url, description, mime) = if v2 {
@@ -451,7 +515,7 @@ pub fn analyse(p: &ProbeView<'_>, guard: &Guard) -> Analysis {
             check_service_metadata(&mut out, &resource);
         }
 
-        for (i, e) in accepts.iter().enumerate() {
+        for (i, e) in accepts.iter().take(limits.max_offers).enumerate() {
             let (entry_json, ok) = check_entry(&mut out, i, e, v2);
             valid |= ok;
             if let (Some(n), Some(pt)) = (str_of(e, "network"), str_of(e, "payTo")) {
@@ -566,6 +630,7 @@ pub fn analyse(p: &ProbeView<'_>, guard: &Guard) -> Analysis {
         }
     }
 
+    bound_findings(&mut out.checks, limits.max_findings);
     let valid_challenge = valid
         && matches!(
             source,
@@ -1470,5 +1535,28 @@ mod tests {
             &guard,
         );
         assert_eq!(a.worst(), Level::Fail);
+    }
+
+    #[test]
+    fn findings_are_bounded_with_the_worst_level_kept() {
+        let c = |level| Check {
+            id: "scheme",
+            level,
+            message: String::new(),
+            fix: String::new(),
+            entry: None,
+        };
+        let mut checks: Vec<Check> = (0..10).map(|_| c(Level::Pass)).collect();
+        checks.push(c(Level::Fail));
+        bound_findings(&mut checks, 4);
+        assert_eq!(checks.len(), 4);
+        assert_eq!(checks[3].id, "findings_bounded");
+        assert_eq!(checks[3].level, Level::Fail);
+        assert!(checks[3]
+            .message
+            .starts_with("8 more findings not listed (1 fail, 0 warn)"));
+        let mut few = vec![c(Level::Warn)];
+        bound_findings(&mut few, 4);
+        assert_eq!(few.len(), 1);
     }
 }

@@ -60,6 +60,89 @@ pub async fn probe(
         .await
 }
 
+/// Longest string a trimmed report keeps (characters).
+const TRIMMED_STRING_CHARS: usize = 300;
+
+/// Keeps a report under `max_bytes` of JSON, in steps that lose the least first: long strings
+/// (echoed offers, messages quoting the seller's fields) are cut to 300 characters, then the
+/// echoes named in `echoes` (the offers and resource as the seller wrote them) are dropped,
+/// then `checks` arrays are bounded to 50 findings. Marks the report `reportTrimmed: true` when
+/// anything was cut. The findings' ids and levels, the verdict and the summary always stay.
+pub fn fit_report(report: &mut Value, max_bytes: usize, echoes: &[&str]) {
+    let size = |v: &Value| serde_json::to_vec(v).map_or(usize::MAX, |b| b.len());
+    if size(report) <= max_bytes {
+        return;
+    }
+    // Iterative walk: a seller's JSON may nest deeply.
+    let mut stack: Vec<&mut Value> = vec![&mut *report];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                if let Some((i, _)) = s.char_indices().nth(TRIMMED_STRING_CHARS) {
+                    s.truncate(i);
+                    s.push('…');
+                }
+            }
+            Value::Array(a) => stack.extend(a.iter_mut()),
+            Value::Object(m) => stack.extend(m.values_mut()),
+            _ => {}
+        }
+    }
+    if size(report) > max_bytes {
+        let mut stack: Vec<&mut Value> = vec![&mut *report];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Object(m) => {
+                    for k in echoes {
+                        if let Some(e) = m.get_mut(*k) {
+                            *e = json!("omitted: the report was over its size cap");
+                        }
+                    }
+                    stack.extend(m.values_mut());
+                }
+                Value::Array(a) => stack.extend(a.iter_mut()),
+                _ => {}
+            }
+        }
+    }
+    if size(report) > max_bytes {
+        let mut stack: Vec<&mut Value> = vec![&mut *report];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::Array(checks)) = m.get_mut("checks") {
+                        if checks.len() > 50 {
+                            let rest = checks.split_off(49);
+                            let worst = rest
+                                .iter()
+                                .filter_map(|c| c.get("level").and_then(Value::as_str))
+                                .max_by_key(|l| match *l {
+                                    "fail" => 2,
+                                    "warn" => 1,
+                                    _ => 0,
+                                })
+                                .unwrap_or("pass")
+                                .to_string();
+                            checks.push(json!({
+                                "id": "findings_bounded",
+                                "level": worst,
+                                "message": format!("{} more findings not listed: the report was over its size cap", rest.len()),
+                                "fix": "fix the findings listed, then audit again",
+                            }));
+                        }
+                    }
+                    stack.extend(m.values_mut());
+                }
+                Value::Array(a) => stack.extend(a.iter_mut()),
+                _ => {}
+            }
+        }
+    }
+    if let Value::Object(m) = report {
+        m.insert("reportTrimmed".into(), json!(true));
+    }
+}
+
 /// An RPC per EVM network (CAIP-2 id → endpoint).
 pub type Rpcs = Vec<(String, Rpc)>;
 
@@ -135,4 +218,50 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
         }
     }
     (rows, checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(n_checks: usize, long: usize) -> Value {
+        let checks: Vec<Value> = (0..n_checks)
+            .map(|i| {
+                json!({"id": "scheme", "level": if i == n_checks - 1 { "fail" } else { "pass" },
+                       "message": "x".repeat(long), "fix": ""})
+            })
+            .collect();
+        json!({"verdict": "fail", "accepts": [{"extra": "y".repeat(long)}], "checks": checks})
+    }
+
+    #[test]
+    fn a_report_under_its_cap_is_untouched() {
+        let mut r = report(3, 10);
+        let before = r.clone();
+        fit_report(&mut r, 1 << 20, &["accepts"]);
+        assert_eq!(r, before);
+    }
+
+    #[test]
+    fn reports_are_cut_in_steps_and_keep_the_worst_level() {
+        // Long strings only: cutting them is enough.
+        let mut r = report(3, 100_000);
+        fit_report(&mut r, 16 * 1024, &["accepts"]);
+        assert_eq!(r["reportTrimmed"], true);
+        assert_eq!(r["checks"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            r["checks"][0]["message"].as_str().unwrap().chars().count(),
+            301
+        );
+        // Many findings: the echo goes, then findings are bounded with the worst level kept.
+        let mut r = report(2000, 400);
+        fit_report(&mut r, 32 * 1024, &["accepts"]);
+        assert!(r.to_string().len() <= 32 * 1024, "{}", r.to_string().len());
+        assert!(r["accepts"].is_string());
+        let checks = r["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 50);
+        assert_eq!(checks[49]["id"], "findings_bounded");
+        assert_eq!(checks[49]["level"], "fail");
+        assert_eq!(r["verdict"], "fail");
+    }
 }

@@ -37,7 +37,15 @@ pub struct PoolConfig {
     pub queue_wait: Duration,
     /// Sessions started when the server starts (0: on first use).
     pub warm: usize,
+    /// V8's old-generation heap per renderer, in MB (`--js-flags=--max-old-space-size`): a
+    /// script that allocates past it crashes its tab, which ends the render as render_failed.
+    /// Memory outside V8's heap (ArrayBuffers, DOM, images) is bounded by the render's
+    /// watchdog instead (`RenderLimits::max_memory_bytes`).
+    pub js_heap_mb: u32,
 }
+
+/// Default of [`PoolConfig::js_heap_mb`].
+pub const DEFAULT_JS_HEAP_MB: u32 = 256;
 
 /// chromedriver's own page-load timeout: only a backstop, the render's deadline is shorter and
 /// a session whose navigation was abandoned is closed, never reused.
@@ -295,6 +303,13 @@ pub struct Session {
     procs: Procs,
 }
 
+impl Session {
+    /// The session's profile folder: every process of its chromium names it.
+    pub fn profile(&self) -> &Path {
+        &self.procs.profile
+    }
+}
+
 /// The processes of a session; dropping this kills them.
 struct Procs {
     driver: Option<tokio::process::Child>,
@@ -417,7 +432,11 @@ fn capabilities(
     proxy: &GuardedProxy,
     profile: &Path,
 ) -> serde_json::Map<String, Value> {
-    let args = chromium_args(proxy.addr().port(), profile);
+    let mut args = chromium_args(proxy.addr().port(), profile);
+    args.push(format!(
+        "--js-flags=--max-old-space-size={}",
+        config.js_heap_mb.max(16)
+    ));
     let caps = json!({
         "browserName": "chrome",
         "pageLoadStrategy": "normal",
@@ -481,6 +500,33 @@ pub fn sweep_profile_processes(dir: &Path) {
             libc::kill(pid, libc::SIGKILL);
         }
     }
+}
+
+/// The memory of every process naming `dir` (a session's chromium: browser, renderers, GPU
+/// and utility processes), as the sum of their proportional set sizes (shared pages split
+/// between the processes sharing them, so the libraries all of them map count once), in bytes.
+/// Falls back to resident size where smaps_rollup cannot be read.
+pub fn profile_memory_bytes(dir: &Path) -> u64 {
+    processes_naming(dir)
+        .into_iter()
+        .map(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("Pss:"))
+                        .and_then(|l| l.split_whitespace().nth(1))
+                        .and_then(|kb| kb.parse::<u64>().ok())
+                })
+                .map(|kb| kb * 1024)
+                .or_else(|| {
+                    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+                    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+                    Some(pages * 4096)
+                })
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 /// Processes whose command line contains `needle`'s path.

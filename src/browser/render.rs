@@ -71,7 +71,18 @@ pub struct RenderLimits {
     pub max_image_bytes: usize,
     pub full_page_max_px: u32,
     pub jpeg_quality: u8,
+    /// Memory the session's chromium processes may use during a render (their summed PSS,
+    /// polled every 100 ms). Past it the processes are killed and the render ends as
+    /// render_failed, not charged: a page that allocates until it dies took ~4.7 GB before
+    /// (issue 21).
+    pub max_memory_bytes: u64,
 }
+
+/// Default of [`RenderLimits::max_memory_bytes`]: headless chromium itself takes ~150–250 MB.
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 512 << 20;
+
+/// How often the memory watchdog looks.
+const MEMORY_POLL: Duration = Duration::from_millis(100);
 
 /// A finished render.
 #[derive(Debug, Clone)]
@@ -264,7 +275,34 @@ pub async fn render(
         None => open_context(s).await?,
     };
     s.used = Some(ctx.context_id.clone());
-    render_in_context(s, &ctx, req, limits).await
+    let profile = s.profile().to_path_buf();
+    let cap = limits.max_memory_bytes;
+    tokio::select! {
+        r = render_in_context(s, &ctx, req, limits) => r,
+        used = memory_over(&profile, cap) => {
+            // Kill now: the render future is dropped and the session, unhealthy, is closed.
+            super::pool::sweep_profile_processes(&profile);
+            Err(RenderError::Browser(format!(
+                "the page made the browser use {} MB, over the limit of {} MB per render",
+                used >> 20,
+                cap >> 20
+            )))
+        }
+    }
+}
+
+/// Resolves (with the bytes used) once the processes naming `profile` use more than `cap`.
+async fn memory_over(profile: &std::path::Path, cap: u64) -> u64 {
+    loop {
+        tokio::time::sleep(MEMORY_POLL).await;
+        let p = profile.to_path_buf();
+        let used = tokio::task::spawn_blocking(move || super::pool::profile_memory_bytes(&p))
+            .await
+            .unwrap_or(0);
+        if used > cap {
+            return used;
+        }
+    }
 }
 
 /// After a render, off the caller's path: back to the home window, dispose the used context
@@ -498,6 +536,7 @@ mod tests {
             max_image_bytes: 1,
             full_page_max_px: 4000,
             jpeg_quality: 80,
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
         };
         assert!(matches!(
             navigation_error("timeout: Timed out receiving message from renderer", &l),

@@ -6,6 +6,8 @@
 
 use scraper::Html;
 
+use super::parse::{parse_document, Budget, Refused};
+
 /// Index of a node in [`Dom::nodes`].
 pub type Ix = usize;
 
@@ -47,9 +49,14 @@ pub struct Dom {
 }
 
 impl Dom {
-    /// Parses a whole document. Call [`super::guard::bound_input`] first on untrusted input.
-    pub fn parse(html: &str) -> Dom {
-        let parsed = Html::parse_document(html);
+    /// Parses a whole document under `budget` (nodes made, deadline). Call
+    /// [`super::guard::bound_input`] first on untrusted input.
+    pub fn parse(html: &str, budget: &Budget) -> Result<Dom, Refused> {
+        Ok(Dom::from_html(&parse_document(html, budget)?))
+    }
+
+    /// The arena of an already parsed tree.
+    pub fn from_html(parsed: &Html) -> Dom {
         let mut nodes: Vec<Node> = Vec::new();
         // (node, parent index) — children are pushed in reverse so they pop in order.
         let mut stack = vec![(parsed.tree.root(), None::<Ix>)];
@@ -156,7 +163,11 @@ mod tests {
 
     #[test]
     fn arena_is_in_document_order_with_subtree_ranges() {
-        let d = Dom::parse("<p id=a>one <b>two</b></p><div>three</div>");
+        let d = Dom::parse(
+            "<p id=a>one <b>two</b></p><div>three</div>",
+            &Budget::default(),
+        )
+        .unwrap();
         let p = d.find_tag("p").unwrap();
         let b = d.find_tag("b").unwrap();
         let div = d.find_tag("div").unwrap();

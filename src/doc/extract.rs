@@ -1206,7 +1206,7 @@ mod tests {
             para("the storm", 3),
             para("the aftermath", 3)
         );
-        let doc = html_to_markdown(&html, None);
+        let doc = html_to_markdown(&html, None).unwrap();
         let md = doc.markdown;
         assert!(md.contains("Paragraph 2 about the aftermath"), "{md}");
         for junk in [
@@ -1239,7 +1239,7 @@ mod tests {
             <img src="x.jpg">{text}<br><br><div class="row"><a href="/share">Facebook</a></div>
             </div></div></body>"#
         );
-        let md = html_to_markdown(&html, None).markdown;
+        let md = html_to_markdown(&html, None).unwrap().markdown;
         assert!(md.contains("two of its five cars"), "{md}");
         assert!(!md.contains("Menu entry"), "{md}");
     }
@@ -1256,7 +1256,7 @@ mod tests {
             para("the first half", 3),
             para("the second half", 12)
         );
-        let md = html_to_markdown(&html, None).markdown;
+        let md = html_to_markdown(&html, None).unwrap().markdown;
         assert!(md.contains("Paragraph 2 about the first half"), "{md}");
         assert!(md.contains("Paragraph 11 about the second half"), "{md}");
     }
@@ -1270,7 +1270,7 @@ mod tests {
             para("the real topic", 8),
             "<p>Sidebar text.</p>"
         );
-        let md = html_to_markdown(&html, None).markdown;
+        let md = html_to_markdown(&html, None).unwrap().markdown;
         assert!(md.contains("Paragraph 7 about the real topic"), "{md}");
     }
 }

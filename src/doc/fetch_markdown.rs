@@ -7,7 +7,8 @@
 
 use url::Url;
 
-use super::markdown::{html_to_markdown, passthrough};
+use super::markdown::{html_to_markdown_within, passthrough};
+use super::parse::{Budget, Refused};
 
 /// What kind of document the bytes are, from the content type (sniffed when absent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +103,34 @@ impl std::fmt::Display for Unsupported {
     }
 }
 
+/// Why a body was not turned into text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageError {
+    /// Not a type this transform reads (415).
+    Unsupported(Unsupported),
+    /// An HTML page over its parse budget (nodes or time).
+    Refused(Refused),
+}
+
+impl PageError {
+    /// Stable error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PageError::Unsupported(_) => "unsupported_content_type",
+            PageError::Refused(r) => r.code(),
+        }
+    }
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PageError::Unsupported(u) => u.fmt(f),
+            PageError::Refused(r) => r.fmt(f),
+        }
+    }
+}
+
 /// The type check alone (cheap, no parsing): lets a caller refuse before going to the pool.
 pub fn check_type(content_type: &str, body: &[u8]) -> Result<Kind, Unsupported> {
     kind_of(content_type, body).ok_or_else(|| Unsupported {
@@ -109,18 +138,21 @@ pub fn check_type(content_type: &str, body: &[u8]) -> Result<Kind, Unsupported> 
     })
 }
 
-/// Converts one fetched body. `final_url` makes links absolute. Blocking (HTML parsing).
+/// Converts one fetched body. `final_url` makes links absolute. Blocking (HTML parsing, under
+/// `budget`).
 pub fn page_text(
     content_type: &str,
     body: &[u8],
     final_url: &Url,
     max_chars: usize,
-) -> Result<PageText, Unsupported> {
-    let kind = check_type(content_type, body)?;
+    budget: &Budget,
+) -> Result<PageText, PageError> {
+    let kind = check_type(content_type, body).map_err(PageError::Unsupported)?;
     let text = decode_text(content_type, body);
     let (content, title, description, language, format) = match kind {
         Kind::Html => {
-            let doc = html_to_markdown(&text, Some(final_url));
+            let doc = html_to_markdown_within(&text, Some(final_url), budget)
+                .map_err(PageError::Refused)?;
             (
                 doc.markdown,
                 doc.title,
@@ -198,7 +230,7 @@ mod tests {
     fn pages_by_type() {
         let base = Url::parse("https://example.com/a/").unwrap();
         let html = b"<html><head><title>T</title></head><body><article><h1>Head</h1><p>Some words of an article that is long enough to be kept as the main content of the page.</p><p><a href=\"x\">link</a></p></article></body></html>";
-        let p = page_text("text/html", html, &base, 12_000).unwrap();
+        let p = page_text("text/html", html, &base, 12_000, &Budget::default()).unwrap();
         assert_eq!(p.format, "markdown");
         assert_eq!(p.title.as_deref(), Some("T"));
         assert!(
@@ -207,11 +239,18 @@ mod tests {
             p.content
         );
         assert!(!p.cut);
-        let t = page_text("text/plain", b"abcdef", &base, 3).unwrap();
+        let t = page_text("text/plain", b"abcdef", &base, 3, &Budget::default()).unwrap();
         assert_eq!((t.content.as_str(), t.cut, t.format), ("abc", true, "text"));
-        let j = page_text("application/json", br#"{"a":1}"#, &base, 100).unwrap();
+        let j = page_text(
+            "application/json",
+            br#"{"a":1}"#,
+            &base,
+            100,
+            &Budget::default(),
+        )
+        .unwrap();
         assert!(j.content.starts_with("```json"));
-        let e = page_text("image/png", b"\x89PNG", &base, 100).unwrap_err();
+        let e = page_text("image/png", b"\x89PNG", &base, 100, &Budget::default()).unwrap_err();
         assert!(e.to_string().contains("image/png"));
     }
 }

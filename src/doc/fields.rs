@@ -588,7 +588,7 @@ mod tests {
         // 19,000 siblings: without the clock inside the matcher, the first test of these
         // selectors alone walks the siblings quadratically (3-5 s measured).
         let html = format!("<body>{}</body>", "<i class=a></i>".repeat(19_000));
-        let page = Page::parse(&html, None);
+        let page = Page::parse(&html, None, &crate::doc::parse::Budget::default()).unwrap();
         for sel in [
             "i:has(~ :nth-last-child(-n+0))",
             "*:has(:not(* * * * * * * * * * *) :not(* * * * * * * * * * * *) i.zz)",
@@ -613,7 +613,7 @@ mod tests {
 
     fn run(fields: Value, deadline: Instant) -> Map<String, Value> {
         let base = url::Url::parse("https://ex.com/dir/").unwrap();
-        let page = Page::parse(PAGE, Some(&base));
+        let page = Page::parse(PAGE, Some(&base), &crate::doc::parse::Budget::default()).unwrap();
         let specs = spec(fields).unwrap();
         evaluate(&page, &specs, deadline)
             .into_iter()
@@ -675,8 +675,14 @@ mod tests {
     #[test]
     fn deep_pages_are_refused_at_the_edge() {
         // html + body + n divs: depth n + 2.
-        let page =
-            |n: usize| Page::parse(&format!("<body>{}<p>x</p></body>", "<div>".repeat(n)), None);
+        let page = |n: usize| {
+            Page::parse(
+                &format!("<body>{}<p>x</p></body>", "<div>".repeat(n)),
+                None,
+                &crate::doc::parse::Budget::default(),
+            )
+            .unwrap()
+        };
         let specs = spec(json!({"p": "p"})).unwrap();
         let far = Instant::now() + Duration::from_secs(10);
         let ok = page(MAX_DEPTH - 3); // the <p> sits at depth 256
@@ -693,7 +699,7 @@ mod tests {
     #[test]
     fn values_are_capped() {
         let html = format!("<p>{}</p><p>{}</p>", "a".repeat(30_000), "b".repeat(10));
-        let page = Page::parse(&html, None);
+        let page = Page::parse(&html, None, &crate::doc::parse::Budget::default()).unwrap();
         let specs = spec(json!({"p": {"selector": "p", "all": true}})).unwrap();
         let far = Instant::now() + Duration::from_secs(10);
         let r = evaluate(&page, &specs, far);
@@ -760,7 +766,7 @@ mod tests {
                     page.push('<');
                 }
             }
-            let p = Page::parse(&page, Some(&url));
+            let p = Page::parse(&page, Some(&url), &crate::doc::parse::Budget::default()).unwrap();
             let _ = p.facts();
             let t = Instant::now();
             for (name, r) in evaluate(&p, &specs, t + Duration::from_secs(2)) {

@@ -8,6 +8,15 @@
 //! implicit close), which only makes the cap bite earlier on hostile input; elements that close
 //! themselves implicitly in real pages (`li`, `p`, `td`, …) are modelled so long flat lists stay
 //! intact.
+//!
+//! It also caps the formatting elements (`b`, `i`, `font`, …) left open at once. The tree
+//! builder re-creates ("reconstructs") every open formatting element inside each new block
+//! after a misnested close, so 500 distinct unclosed `<b c=N>` make every later `<p>x` cost 500
+//! elements (issue 21). Browsers dedupe identical ones (at most three alike, the "Noah's Ark"
+//! clause) but not distinct ones; we keep at most [`MAX_OPEN_FORMATTING`] open, counted the
+//! same way, and drop further formatting start tags (their text stays). `a` and `nobr` are not
+//! counted: a new one closes the previous. The count is an estimate that never decreases
+//! without a matching end tag; the node budget in `super::parse` is the hard bound.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -19,6 +28,58 @@ pub const MAX_DEPTH: usize = 512;
 /// Largest input parsed; the rest is cut (at a char boundary). Pages beyond this are not
 /// articles a reader would want as one markdown document.
 pub const MAX_INPUT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Formatting elements left open at once (distinct tag + attributes, at most three alike), as
+/// the tree builder counts them for reconstruction. Real pages rarely leave more than a few
+/// open.
+pub const MAX_OPEN_FORMATTING: usize = 32;
+
+/// Formatting elements the tree builder reconstructs (HTML spec), minus `a` and `nobr`.
+const FORMATTING: &[&str] = &[
+    "b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong", "tt", "u",
+];
+
+/// The formatting elements the scanner believes open: (name, raw attributes) → how many, and
+/// per name the attribute strings in opening order, so an end tag closes the latest.
+#[derive(Default)]
+struct OpenFormatting {
+    count: HashMap<(String, String), usize>,
+    by_name: HashMap<String, Vec<String>>,
+    /// Σ min(count, 3): what reconstruction would re-create.
+    total: usize,
+}
+
+impl OpenFormatting {
+    /// Whether a start tag may open (and then counts it).
+    fn open(&mut self, name: &str, attrs: &str) -> bool {
+        let key = (name.to_string(), attrs.to_string());
+        let c = self.count.get(&key).copied().unwrap_or(0);
+        if c < 3 {
+            if self.total >= MAX_OPEN_FORMATTING {
+                return false;
+            }
+            self.total += 1;
+        }
+        self.count.insert(key, c + 1);
+        self.by_name
+            .entry(name.to_string())
+            .or_default()
+            .push(attrs.to_string());
+        true
+    }
+
+    fn close(&mut self, name: &str) {
+        let Some(attrs) = self.by_name.get_mut(name).and_then(Vec::pop) else {
+            return;
+        };
+        if let Some(c) = self.count.get_mut(&(name.to_string(), attrs)) {
+            if *c <= 3 {
+                self.total -= 1;
+            }
+            *c -= 1;
+        }
+    }
+}
 
 const VOID: &[&str] = &[
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
@@ -140,6 +201,7 @@ fn find_excess_tags(b: &[u8]) -> Vec<(usize, usize)> {
     let mut drops = Vec::new();
     let mut stack: Vec<String> = Vec::new();
     let mut dropped: HashMap<String, usize> = HashMap::new();
+    let mut formatting = OpenFormatting::default();
     let mut i = 0;
     while i < b.len() {
         let Some(off) = memchr_lt(&b[i..]) else { break };
@@ -170,6 +232,9 @@ fn find_excess_tags(b: &[u8]) -> Vec<(usize, usize)> {
         let name = String::from_utf8_lossy(&b[name_at..name_end]).to_ascii_lowercase();
         let (tag_end, self_closing) = tag_end(b, name_end);
         if closing {
+            if FORMATTING.contains(&name.as_str()) {
+                formatting.close(&name);
+            }
             if let Some(pos) = stack.iter().rposition(|n| *n == name) {
                 stack.truncate(pos);
             } else if let Some(n) = dropped.get_mut(&name).filter(|n| **n > 0) {
@@ -195,7 +260,9 @@ fn find_excess_tags(b: &[u8]) -> Vec<(usize, usize)> {
         if CLOSES_P.contains(&name.as_str()) && stack.last().is_some_and(|n| n == "p") {
             stack.pop();
         }
-        if stack.len() >= MAX_DEPTH {
+        let too_much_formatting = FORMATTING.contains(&name.as_str())
+            && !formatting.open(&name, &String::from_utf8_lossy(&b[name_end..tag_end]));
+        if stack.len() >= MAX_DEPTH || too_much_formatting {
             *dropped.entry(name).or_insert(0) += 1;
             drops.push((lt, tag_end));
         } else {
@@ -282,7 +349,7 @@ mod tests {
 
     /// Depth of the tree the parser builds from the bounded input.
     fn parsed_depth(html: &str) -> usize {
-        let dom = crate::doc::dom::Dom::parse(&bound_input(html));
+        let dom = crate::doc::dom::Dom::parse(&bound_input(html), &Default::default()).unwrap();
         (0..dom.nodes.len())
             .map(|i| dom.ancestors(i).count())
             .max()
@@ -302,6 +369,22 @@ mod tests {
             let depth = parsed_depth(&(unit.repeat(3000) + "x"));
             assert!(depth <= 2 * MAX_DEPTH + 8, "{unit}: depth {depth}");
         }
+    }
+
+    #[test]
+    fn open_formatting_elements_are_capped() {
+        let page = crate::doc::parse::adoption_agency_page(500, 20_000);
+        let out = bound_input(&page);
+        assert_eq!(out.matches("<b ").count(), MAX_OPEN_FORMATTING);
+        assert_eq!(out.matches("<p>x").count(), page.matches("<p>x").count());
+    }
+
+    #[test]
+    fn closed_or_identical_formatting_elements_are_kept() {
+        // Closed ones never count; identical unclosed ones count at most three times, as in
+        // the tree builder.
+        let html = "<b c=1>x</b>".repeat(1000) + &"<p><font face=a>y</p>".repeat(1000);
+        assert!(matches!(bound_input(&html), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Public entry points: a page's main content as markdown, pass-through of bodies that are
 //! already text, and markdown → text.
 
+use super::parse::{Budget, Refused};
 use super::{dom::Dom, extract, guard, meta, render};
 use url::Url;
 
@@ -24,16 +25,26 @@ pub struct MarkdownDoc {
 
 /// Extracts the main content of an HTML page as markdown. Links and images are made absolute
 /// against `base_url` (a `<base href>` in the page takes precedence, as in a browser). Never
-/// panics; a page without a detectable article yields its body text.
-pub fn html_to_markdown(html: &str, base_url: Option<&Url>) -> MarkdownDoc {
+/// panics; a page without a detectable article yields its body text. Parsed under the default
+/// [`Budget`] (no deadline): a page whose tree would outgrow it is refused.
+pub fn html_to_markdown(html: &str, base_url: Option<&Url>) -> Result<MarkdownDoc, Refused> {
+    html_to_markdown_within(html, base_url, &Budget::default())
+}
+
+/// [`html_to_markdown`] under the caller's budget (nodes per input byte, deadline).
+pub fn html_to_markdown_within(
+    html: &str,
+    base_url: Option<&Url>,
+    budget: &Budget,
+) -> Result<MarkdownDoc, Refused> {
     let bounded = guard::bound_input(html);
-    let dom = Dom::parse(&bounded);
+    let dom = Dom::parse(&bounded, budget)?;
     let meta = meta::extract(&dom);
     let base = document_base(&dom, base_url);
     let sel = extract::select(&dom, meta.title.as_deref());
     let markdown = render::render(&dom, &sel.roots, &sel.skip, base.as_ref());
     let word_count = super::score::tokenize(&markdown_to_text(&markdown)).len();
-    MarkdownDoc {
+    Ok(MarkdownDoc {
         title: meta.title,
         description: meta.description,
         language: meta.language,
@@ -41,7 +52,7 @@ pub fn html_to_markdown(html: &str, base_url: Option<&Url>) -> MarkdownDoc {
         published: meta.published,
         markdown,
         word_count,
-    }
+    })
 }
 
 /// `<base href>` resolved against the URL the page came from.

@@ -227,7 +227,7 @@ mod tests {
                "author":[{"name":"Ann Lee"},{"name":"Bo Chan"}],
                "datePublished":"2024-01-02T03:04:05Z"}]}</script>
             </head><body><h1>Big News</h1></body></html>"#;
-        let m = extract(&Dom::parse(html));
+        let m = extract(&Dom::parse(html, &Default::default()).unwrap());
         assert_eq!(m.title.as_deref(), Some("Big News Today"));
         assert_eq!(m.description.as_deref(), Some("What happened"));
         assert_eq!(m.language.as_deref(), Some("en-GB"));
@@ -239,10 +239,16 @@ mod tests {
     fn og_tags_win_and_title_is_cleaned() {
         let html = r#"<head><meta property="og:title" content="OG Title">
             <meta property="article:published_time" content="2020-05-05"></head>"#;
-        let m = extract(&Dom::parse(html));
+        let m = extract(&Dom::parse(html, &Default::default()).unwrap());
         assert_eq!(m.title.as_deref(), Some("OG Title"));
         assert_eq!(m.published.as_deref(), Some("2020-05-05"));
-        let m = extract(&Dom::parse("<title>A long article title | Site</title>"));
+        let m = extract(
+            &Dom::parse(
+                "<title>A long article title | Site</title>",
+                &Default::default(),
+            )
+            .unwrap(),
+        );
         assert_eq!(m.title.as_deref(), Some("A long article title"));
         assert_eq!(m.language, None);
     }

@@ -7,6 +7,7 @@ pub mod fetch_markdown;
 pub mod guard;
 pub mod markdown;
 mod meta;
+pub mod parse;
 mod render;
 pub mod score;
 mod text;

@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use url::Url;
 
 use super::guard::bound_input;
+use super::parse::{parse_document, Budget, Refused};
 
 /// At most this many characters of body text in `textSample` (spec Limits).
 pub const TEXT_SAMPLE_CHARS: usize = 2000;
@@ -47,11 +48,12 @@ pub struct Page {
 impl Page {
     /// Parses untrusted HTML. Nesting beyond the parser guard's cap is flattened first (so the
     /// parse stays linear); `depth` is measured on the result, which is enough to refuse pages
-    /// deeper than any cap below the guard's.
-    pub fn parse(text: &str, url: Option<&Url>) -> Page {
+    /// deeper than any cap below the guard's. The parse runs under `budget` (nodes made per
+    /// input byte, deadline): a page whose tree would outgrow it is refused.
+    pub fn parse(text: &str, url: Option<&Url>, budget: &Budget) -> Result<Page, Refused> {
         let capped = cap_attributes(text, MAX_ATTRIBUTES);
         let bounded = bound_input(&capped);
-        let html = Html::parse_document(&bounded);
+        let html = parse_document(&bounded, budget)?;
         let depth = max_depth(&html);
         // <base href> changes how relative links resolve, as in a browser.
         let base = url.map(|u| {
@@ -63,7 +65,7 @@ impl Page {
                 .filter(|b| matches!(b.scheme(), "http" | "https"))
                 .unwrap_or_else(|| u.clone())
         });
-        Page { html, base, depth }
+        Ok(Page { html, base, depth })
     }
 
     /// `href` resolved against the base (absolute http(s) only); without a base, only already
@@ -561,7 +563,7 @@ mod tests {
     #[test]
     fn facts_with_base_and_fallbacks() {
         let base = Url::parse("https://ex.com/root/page").unwrap();
-        let p = Page::parse(PAGE, Some(&base));
+        let p = Page::parse(PAGE, Some(&base), &Budget::default()).unwrap();
         let f = p.facts();
         assert_eq!(f["title"], "The Page");
         assert_eq!(f["description"], "Plain description");
@@ -598,7 +600,7 @@ mod tests {
         let html = r#"<html><head><meta property="og:title" content="OG">
 <meta name="twitter:description" content="TW desc"><meta property="og:url" content="https://ex.com/c">
 <meta property="og:locale" content="fr_FR"></head><body>x</body></html>"#;
-        let f = Page::parse(html, None).facts();
+        let f = Page::parse(html, None, &Budget::default()).unwrap().facts();
         assert_eq!(f["title"], "OG");
         assert_eq!(f["description"], "TW desc");
         assert_eq!(f["canonical"], "https://ex.com/c");
@@ -607,7 +609,9 @@ mod tests {
         let f = Page::parse(
             r#"<a href="/rel">r</a><a href="https://ex.com/abs">a</a>"#,
             None,
+            &Budget::default(),
         )
+        .unwrap()
         .facts();
         assert_eq!(
             f["links"],
@@ -619,16 +623,21 @@ mod tests {
     #[test]
     fn text_sample_is_capped_in_characters() {
         let html = format!("<p>{}</p>", "é ".repeat(3000));
-        let s = Page::parse(&html, None).text_sample(TEXT_SAMPLE_CHARS);
+        let s = Page::parse(&html, None, &Budget::default())
+            .unwrap()
+            .text_sample(TEXT_SAMPLE_CHARS);
         assert_eq!(s.chars().count(), TEXT_SAMPLE_CHARS);
     }
 
     #[test]
     fn depth_is_measured() {
         let html = format!("<body>{}x</body>", "<div>".repeat(300));
-        let p = Page::parse(&html, None);
+        let p = Page::parse(&html, None, &Budget::default()).unwrap();
         assert_eq!(p.depth, 302, "html, body and 300 divs");
-        assert_eq!(Page::parse("<p>x", None).depth, 3);
+        assert_eq!(
+            Page::parse("<p>x", None, &Budget::default()).unwrap().depth,
+            3
+        );
     }
 
     #[test]
@@ -636,7 +645,7 @@ mod tests {
         let many: String = (0..1000).map(|k| format!(" a{k}=\"v>{k}\"")).collect();
         let html = format!("<p{many}>text</p><script>x = '<i {many}>';</script><b c=1>b</b>");
         let capped = cap_attributes(&html, 256);
-        let p = Page::parse(&html, None);
+        let p = Page::parse(&html, None, &Budget::default()).unwrap();
         let el = p
             .html
             .select(&scraper::Selector::parse("p").unwrap())

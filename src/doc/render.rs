@@ -827,7 +827,7 @@ mod tests {
     use super::*;
 
     fn md(html: &str, base: Option<&str>) -> String {
-        let dom = Dom::parse(html);
+        let dom = Dom::parse(html, &Default::default()).unwrap();
         let skip = vec![false; dom.nodes.len()];
         let base = base.map(|b| Url::parse(b).unwrap());
         render(&dom, &[0], &skip, base.as_ref())

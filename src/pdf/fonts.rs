@@ -163,24 +163,15 @@ fn base_table(doc: &Document, name: Option<&[u8]>) -> Vec<Box<str>> {
         .collect()
 }
 
-/// The ToUnicode CMap of a font, as a code → UTF-16 lookup (lopdf's CMap parser).
+/// The ToUnicode CMap of a font, as a code → UTF-16 lookup. Read by `super::cmap`, not lopdf's
+/// CMap parser, which expands every range code by code (issue 21).
 fn to_unicode(doc: &Document, font: &Dictionary) -> Option<CodeLookup> {
-    let obj = get(doc, font, b"ToUnicode")?;
-    if !matches!(obj, Object::Stream(_)) {
+    let Object::Stream(stream) = get(doc, font, b"ToUnicode")? else {
         return None;
-    }
-    let mut fake = Dictionary::new();
-    fake.set("Type", Object::Name(b"Font".to_vec()));
-    fake.set("ToUnicode", obj.clone());
-    match fake
-        .get_font_encoding_with_limit(doc, MAX_CMAP_BYTES)
-        .ok()?
-    {
-        lopdf::Encoding::UnicodeMapEncoding(cmap) => {
-            Some(Box::new(move |code, len| cmap.get(code, len)))
-        }
-        _ => None,
-    }
+    };
+    let bytes = stream.get_plain_content_with_limit(MAX_CMAP_BYTES).ok()?;
+    let cmap = super::cmap::parse(&bytes)?;
+    Some(Box::new(move |code, len| cmap.get(code, len)))
 }
 
 impl Font {

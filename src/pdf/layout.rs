@@ -10,6 +10,8 @@
 //!    two-column stretch under a full-width title) and each group is cut again; what remains is
 //!    read line by line (spans on one baseline, left to right).
 
+use std::time::Instant;
+
 /// One run of text on a baseline, in device space (y grows upwards).
 #[derive(Debug, Clone)]
 pub struct Span {
@@ -33,13 +35,22 @@ impl Span {
     }
 }
 
-/// Collects glyphs into spans.
-#[derive(Default)]
+/// Collects glyphs into spans, up to a number of characters: the document's character cap is
+/// applied while collecting, so a page of 15 MB of distinct lines keeps at most that many
+/// characters (and spans), not one span per line drawn (issue 21).
 pub struct SpanBuilder {
     pub spans: Vec<Span>,
     cur: Option<Span>,
     /// Characters collected so far (spaces excluded).
     pub chars: usize,
+    /// Glyphs past this many characters are dropped.
+    limit: usize,
+}
+
+impl Default for SpanBuilder {
+    fn default() -> Self {
+        SpanBuilder::with_limit(usize::MAX)
+    }
 }
 
 /// Expands the Latin ligatures and drops controls, so the text reads as it was typed.
@@ -69,8 +80,25 @@ fn push_clean(out: &mut String, text: &str) -> usize {
 }
 
 impl SpanBuilder {
+    pub fn with_limit(limit: usize) -> SpanBuilder {
+        SpanBuilder {
+            spans: Vec::new(),
+            cur: None,
+            chars: 0,
+            limit,
+        }
+    }
+
+    /// The character limit is reached: later glyphs are dropped.
+    pub fn is_full(&self) -> bool {
+        self.chars >= self.limit
+    }
+
     /// One glyph at baseline origin (x0, y) advancing to x1, with its decoded text.
     pub fn glyph(&mut self, x0: f32, x1: f32, y: f32, size: f32, text: &str) {
+        if self.is_full() {
+            return;
+        }
         if !(x0.is_finite() && x1.is_finite() && y.is_finite() && size.is_finite()) {
             return;
         }
@@ -196,6 +224,8 @@ fn median_size(spans: &[Span]) -> f32 {
 struct Gutter {
     narrow: f32,
     wide: f32,
+    /// Ordering stops cutting regions past this (see `render`).
+    deadline: Instant,
 }
 
 const NARROW_LINES: usize = 5;
@@ -211,8 +241,10 @@ fn min_gutter(g: Gutter, lines: usize) -> Option<f32> {
     }
 }
 
-/// Orders a page's spans and renders them as text (lines joined by '\n').
-pub fn render(spans: Vec<Span>) -> String {
+/// Orders a page's spans and renders them as text (lines joined by '\n'). Past `deadline`
+/// the regions not yet ordered are read line by line (a cheap sort), so ordering ends soon
+/// after it; the caller sees the deadline passed and marks the text truncated.
+pub fn render(spans: Vec<Span>, deadline: Instant) -> String {
     if spans.is_empty() {
         return String::new();
     }
@@ -220,6 +252,7 @@ pub fn render(spans: Vec<Span>) -> String {
     let g = Gutter {
         narrow: (em * 0.6).max(2.0),
         wide: (em * 1.0).max(4.0),
+        deadline,
     };
     let refs: Vec<&Span> = spans.iter().collect();
     let mut lines: Vec<String> = Vec::new();
@@ -260,7 +293,7 @@ fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
     if spans.is_empty() {
         return;
     }
-    if depth >= MAX_DEPTH {
+    if depth >= MAX_DEPTH || Instant::now() >= g.deadline {
         emit_lines(spans, out);
         return;
     }
@@ -353,6 +386,10 @@ fn emit_lines(spans: &[&Span], out: &mut Vec<String>) {
 mod tests {
     use super::*;
 
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(60)
+    }
+
     /// Lays out words as a generator would: monospace-ish advance of 0.5 em per char.
     fn word(b: &mut SpanBuilder, x: f32, y: f32, text: &str) -> f32 {
         let mut x = x;
@@ -369,7 +406,7 @@ mod tests {
         let mut b = SpanBuilder::default();
         let x = word(&mut b, 0.0, 100.0, "a\u{FB01}ne");
         word(&mut b, x + 3.0, 100.0, "day");
-        let text = render(b.finish());
+        let text = render(b.finish(), far());
         assert_eq!(text, "afine day");
     }
 
@@ -390,7 +427,7 @@ mod tests {
             word(&mut b, 300.0, y, &format!("right{i} bbbb"));
             b.flush();
         }
-        let text = render(b.finish());
+        let text = render(b.finish(), far());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "Title of the paper crossing the gutter");
         assert_eq!(lines[1], "left0 aaaa");
@@ -411,7 +448,7 @@ mod tests {
                 b.flush();
             }
         }
-        let text = render(b.finish());
+        let text = render(b.finish(), far());
         let order: Vec<String> = text
             .lines()
             .map(|l| l.split(' ').next().unwrap().to_string())
@@ -431,7 +468,7 @@ mod tests {
             let x = word(&mut b, 50.0, y, &format!("left{i} aaaa"));
             word(&mut b, x + 6.0, y, &format!("right{i} bbb"));
         }
-        let text = render(b.finish());
+        let text = render(b.finish(), far());
         let first: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
         assert_eq!(
             first,
@@ -449,7 +486,7 @@ mod tests {
             word(&mut b, x + 6.0, y, &format!("two{i} bbb"));
         }
         assert_eq!(
-            render(b.finish()),
+            render(b.finish(), far()),
             "one0 aaaa two0 bbb\none1 aaaa two1 bbb\none2 aaaa two2 bbb\none3 aaaa two3 bbb"
         );
     }
@@ -473,7 +510,7 @@ mod tests {
         b.flush();
         // Real repeated letters stay.
         word(&mut b, 50.0, 660.0, "ballooon");
-        assert_eq!(render(b.finish()), "Bold\nHeading\nballooon");
+        assert_eq!(render(b.finish(), far()), "Bold\nHeading\nballooon");
     }
 
     #[test]
@@ -483,6 +520,6 @@ mod tests {
             b.glyph(v, v, v, v, "x");
             b.glyph(0.0, 1.0, v, 10.0, "y");
         }
-        let _ = render(b.finish());
+        let _ = render(b.finish(), far());
     }
 }

@@ -7,6 +7,7 @@
 //! deadline between pages and every few thousand content operations, so the parse budget holds
 //! inside the work; `extract_guarded` adds catch_unwind as a last line of defence.
 
+pub mod cmap;
 pub mod fonts;
 pub mod interp;
 pub mod layout;
@@ -27,7 +28,15 @@ pub struct Options {
     pub budget: Duration,
     /// Largest size a single stream may inflate to.
     pub max_stream_bytes: usize,
+    /// Decoded content bytes interpreted over the whole document: every page stream and every
+    /// form draw counts (a form is decoded once, however often it is drawn).
+    pub max_content_bytes: usize,
 }
+
+/// Default of [`Options::max_content_bytes`]: 32 MiB of operators is far more text than the
+/// 100,000-character cap can return (text-only pages are a few KB to a few hundred KB), and
+/// interprets within the parse budget; only heavy vector drawings get near it.
+pub const DEFAULT_MAX_CONTENT_BYTES: usize = 32 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -36,6 +45,7 @@ impl Default for Options {
             max_chars: 100_000,
             budget: Duration::from_secs(10),
             max_stream_bytes: 16 << 20,
+            max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
         }
     }
 }
@@ -53,6 +63,8 @@ pub enum Truncation {
     Chars,
     /// The parse budget ran out after some text.
     Time,
+    /// The document's content budget ran out after some text.
+    Content,
 }
 
 #[derive(Debug, Clone)]
@@ -80,6 +92,8 @@ pub enum PdfError {
     NoText,
     #[error("the parse budget ran out before any text was extracted")]
     Timeout,
+    #[error("the PDF's content streams are larger than the content budget ({limit} decoded bytes over all pages and form draws) before any text")]
+    TooComplex { limit: usize },
 }
 
 impl PdfError {
@@ -91,6 +105,7 @@ impl PdfError {
             PdfError::ImageOnly { .. } => "pdf_image_only",
             PdfError::NoText => "pdf_no_text",
             PdfError::Timeout => "parse_timeout",
+            PdfError::TooComplex { .. } => "pdf_too_complex",
         }
     }
 }
@@ -135,7 +150,7 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
         });
     }
     let meta = meta::read(&doc);
-    let mut it = interp::Interp::new(&doc, deadline);
+    let mut it = interp::Interp::new(&doc, deadline, opts.max_content_bytes);
     let mut out_pages = Vec::new();
     let mut chars = 0usize;
     let mut truncated = None;
@@ -144,21 +159,25 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
             truncated = Some(Truncation::Time);
             break;
         }
-        let mut sb = layout::SpanBuilder::default();
+        // The character cap applies while glyphs are collected (one over what is left, so the
+        // cut below sees the page overflow).
+        let limit = (opts.max_chars - chars).saturating_add(1);
+        let mut sb = layout::SpanBuilder::with_limit(limit);
+        it.rotated = std::array::from_fn(|_| layout::SpanBuilder::with_limit(limit));
         it.page(id, &mut sb);
-        let timed_out = it.timed_out;
-        let mut text = layout::render(sb.finish());
+        let mut text = layout::render(sb.finish(), deadline);
         // Rotated text (a margin note, a sideways table) after the upright text.
         for rot in it.rotated.iter_mut() {
             let spans = std::mem::take(rot).finish();
             if !spans.is_empty() {
-                let t = layout::render(spans);
+                let t = layout::render(spans, deadline);
                 if !text.is_empty() {
                     text.push('\n');
                 }
                 text.push_str(&t);
             }
         }
+        let timed_out = it.timed_out || Instant::now() >= deadline;
         let n = text.chars().count();
         let left = opts.max_chars - chars;
         if n > left {
@@ -182,6 +201,10 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
             truncated = Some(Truncation::Time);
             break;
         }
+        if it.content_exhausted {
+            truncated = Some(Truncation::Content);
+            break;
+        }
         if chars >= opts.max_chars {
             truncated = Some(Truncation::Chars);
             break;
@@ -191,6 +214,11 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
     if !has_text {
         if truncated == Some(Truncation::Time) {
             return Err(PdfError::Timeout);
+        }
+        if truncated == Some(Truncation::Content) {
+            return Err(PdfError::TooComplex {
+                limit: opts.max_content_bytes,
+            });
         }
         if encrypted && it.images == 0 {
             return Err(PdfError::Encrypted);

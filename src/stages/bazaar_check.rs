@@ -10,6 +10,10 @@
 //! - `probe_window_ms` 12000, `hard_deadline_ms` 18000, `slow_share` 0.6, `per_request_ms` 6000,
 //!   `max_bytes` 65536, `max_redirects` 3, `max_routes` 25, `concurrency` 5, `max_pay_tos` 4,
 //!   `max_pages` 3, `min_time_left_ms` 3000, `transfer_blocks` 10000.
+//! - `max_report_bytes` (524288): the report's JSON size cap (`audit::fit_report`: long strings
+//!   cut, echoed offers dropped, findings bounded; `reportTrimmed: true`). Each route's
+//!   challenge is audited under `audit::challenge::Limits` (20 offers, 200 findings), so 25
+//!   routes stay well under it unless sellers echo huge fields.
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -75,6 +79,12 @@ struct Params {
     min_time_left_ms: u64,
     #[serde(default = "d_blocks")]
     transfer_blocks: u64,
+    #[serde(default = "d_report")]
+    max_report_bytes: usize,
+}
+
+fn d_report() -> usize {
+    512 * 1024
 }
 
 fn d_param() -> String {
@@ -131,6 +141,7 @@ struct BazaarCheck {
     guard: Arc<Guard>,
     audit: BazaarAudit,
     methodology: Value,
+    max_report_bytes: usize,
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -207,6 +218,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             limits,
         },
         methodology,
+        max_report_bytes: p.max_report_bytes,
     }))
 }
 
@@ -236,6 +248,11 @@ impl Stage for BazaarCheck {
         match self.audit.run(&raw, origin, ex.arrived).await {
             Ok(mut report) => {
                 report["methodology"] = self.methodology.clone();
+                crate::audit::fit_report(
+                    &mut report,
+                    self.max_report_bytes,
+                    &["accepts", "resource", "discovery", "listing", "entry"],
+                );
                 ex.respond_ok(report)
             }
             Err(r) => ex.fail(r.status, r.code, r.message),

@@ -17,6 +17,11 @@
 //! - `max_html_bytes` (200000): a larger `html` is 413 `html_too_large`.
 //! - `budget_ms` (2000): parse + selector time budget per request.
 //! - `max_concurrent` (4): extraction jobs running at once; more wait their turn.
+//! - `nodes_per_byte` (1), `min_nodes` (4096): the parse's node budget,
+//!   `min_nodes + nodes_per_byte × bytes`, counted as the tree builder makes nodes. A page whose
+//!   tree outgrows it (misnested formatting elements reconstructed in every paragraph: 200 KB
+//!   becoming 24 million elements, issue 21) is 413 `html_too_complex`; a parse that does not
+//!   finish within `budget_ms` is 504 `parse_timeout`. Both not charged.
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -28,6 +33,7 @@ use tokio::sync::Semaphore;
 
 use crate::doc::fields::{self, FieldSpec};
 use crate::doc::page::{self, Page};
+use crate::doc::parse::{Budget, Refused};
 use crate::pipeline::artefacts::Fetched;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
@@ -43,13 +49,20 @@ pub const FACTORY: StageFactory = StageFactory {
             400,
             "Neither url nor html given (missing_parameter), html unreadable (bad_html: empty, NUL characters or no markup), or a bad fields spec (bad_fields: not an object, over 20 fields, a selector missing, empty or over 300 characters, limit outside 1-50, unknown keys)",
         ),
-        (413, "html larger than 200,000 bytes (html_too_large)"),
+        (
+            413,
+            "html larger than 200,000 bytes (html_too_large), or HTML whose tree outgrows the node budget for its size (html_too_complex)",
+        ),
         (415, "The fetched page is not HTML (unsupported_content_type)"),
         (
             422,
             "no_fields_matched: fields were requested and none matched. The body carries fields (all null), fieldErrors (per field: bad_selector, no_match, attr_missing, time_budget, document_too_deep, eval_failed), matchedFields and requestedFields",
         ),
         (502, "The page could not be read (extract_failed)"),
+        (
+            504,
+            "The page could not be parsed within the time budget (parse_timeout)",
+        ),
     ],
     build,
 };
@@ -69,6 +82,10 @@ struct Params {
     budget_ms: u64,
     #[serde(default = "default_concurrent")]
     max_concurrent: usize,
+    #[serde(default = "default_nodes_per_byte")]
+    nodes_per_byte: usize,
+    #[serde(default = "default_min_nodes")]
+    min_nodes: usize,
 }
 
 fn default_url() -> String {
@@ -89,6 +106,12 @@ fn default_budget() -> u64 {
 fn default_concurrent() -> usize {
     4
 }
+fn default_nodes_per_byte() -> usize {
+    crate::doc::parse::DEFAULT_NODES_PER_BYTE
+}
+fn default_min_nodes() -> usize {
+    crate::doc::parse::DEFAULT_MIN_NODES
+}
 
 struct Extract {
     p: Params,
@@ -102,8 +125,10 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             return Err(format!("the route has no input parameter `{name}`"));
         }
     }
-    if p.max_html_bytes == 0 || p.budget_ms == 0 || p.max_concurrent == 0 {
-        return Err("max_html_bytes, budget_ms and max_concurrent must be positive".into());
+    if p.max_html_bytes == 0 || p.budget_ms == 0 || p.max_concurrent == 0 || p.nodes_per_byte == 0 {
+        return Err(
+            "max_html_bytes, budget_ms, max_concurrent and nodes_per_byte must be positive".into(),
+        );
     }
     if p.budget_ms > 30_000 {
         return Err("budget_ms above 30000 is not allowed".into());
@@ -242,23 +267,38 @@ impl Stage for Extract {
             );
         };
         let budget = Duration::from_millis(self.p.budget_ms);
+        let nodes = Budget {
+            nodes_per_byte: self.p.nodes_per_byte,
+            min_nodes: self.p.min_nodes,
+            deadline: None,
+        };
         let base = final_url.clone();
         let job_specs = specs.clone();
         let work = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let deadline = Instant::now() + budget;
-            let page = Page::parse(&text, base.as_ref());
+            let page = Page::parse(&text, base.as_ref(), &nodes.with_deadline(deadline))?;
             let facts = page.facts();
             let fields = job_specs.map(|s| fields::evaluate(&page, &s, deadline));
-            Outcome { facts, fields }
+            Ok::<_, Refused>(Outcome { facts, fields })
         })
         .await;
-        let Ok(outcome) = work else {
-            return ex.fail(
-                StatusCode::BAD_GATEWAY,
-                "extract_failed",
-                "the page could not be read; nothing was charged",
-            );
+        let outcome = match work {
+            Ok(Ok(o)) => o,
+            Ok(Err(r)) => {
+                let status = match r {
+                    Refused::TooManyNodes { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+                    Refused::Timeout => StatusCode::GATEWAY_TIMEOUT,
+                };
+                return ex.fail(status, r.code(), format!("{r}; nothing was charged"));
+            }
+            Err(_) => {
+                return ex.fail(
+                    StatusCode::BAD_GATEWAY,
+                    "extract_failed",
+                    "the page could not be read; nothing was charged",
+                )
+            }
         };
         let mut out = Map::new();
         out.insert("ok".into(), json!(true));

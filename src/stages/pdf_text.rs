@@ -9,8 +9,13 @@
 //! Encrypted, corrupt and image-only files are 422 with `pdf_encrypted`, `pdf_corrupt`,
 //! `pdf_image_only` (or `pdf_no_text` for pages without text or images); none is charged.
 //!
-//! Parameters: `pages_param` (default `pages`), `max_pages` (50), `max_chars` (100000),
-//! `parse_budget_ms` (10000), `workers` (0 = number of cores).
+//! Parameters: `pages_param` (default `pages`), `max_pages` (50), `max_chars` (100000, applied
+//! while glyphs are collected), `parse_budget_ms` (10000, checked inside interpretation, layout
+//! and ordering), `workers` (0 = number of cores), `max_content_bytes` (32 MiB: decoded content
+//! interpreted over the whole document, every page stream and every form draw counted, each
+//! form decoded once). A document whose content budget runs out after some text is returned
+//! `truncated` (`truncatedReason: content_budget`, charged); before any text it is 422
+//! `pdf_too_complex`, not charged.
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -35,7 +40,7 @@ pub const FACTORY: StageFactory = StageFactory {
         (415, "The file is not a PDF (it does not start with %PDF-): not_a_pdf"),
         (
             422,
-            "Encrypted (pdf_encrypted), damaged (pdf_corrupt) or image-only PDF without a text layer (pdf_image_only, pdf_no_text)",
+            "Encrypted (pdf_encrypted), damaged (pdf_corrupt) or image-only PDF without a text layer (pdf_image_only, pdf_no_text), or content streams over the document's content budget before any text (pdf_too_complex)",
         ),
         (504, "The parse budget ran out before any text was extracted (parse_timeout)"),
     ],
@@ -55,6 +60,12 @@ struct Params {
     parse_budget_ms: u64,
     #[serde(default)]
     workers: usize,
+    #[serde(default = "default_max_content")]
+    max_content_bytes: usize,
+}
+
+fn default_max_content() -> usize {
+    pdf::DEFAULT_MAX_CONTENT_BYTES
 }
 
 fn default_pages_param() -> String {
@@ -77,8 +88,10 @@ struct PdfText {
 
 fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     let p: Params = params(p)?;
-    if p.max_pages == 0 || p.max_chars == 0 || p.parse_budget_ms == 0 {
-        return Err("max_pages, max_chars and parse_budget_ms must be positive".into());
+    if p.max_pages == 0 || p.max_chars == 0 || p.parse_budget_ms == 0 || p.max_content_bytes == 0 {
+        return Err(
+            "max_pages, max_chars, parse_budget_ms and max_content_bytes must be positive".into(),
+        );
     }
     let workers = if p.workers == 0 {
         std::thread::available_parallelism()
@@ -134,6 +147,7 @@ impl Stage for PdfText {
             max_pages: pages,
             max_chars: self.p.max_chars,
             budget,
+            max_content_bytes: self.p.max_content_bytes,
             ..Default::default()
         };
         // Waiting for a parse slot counts against the same budget.
@@ -201,6 +215,7 @@ impl Stage for PdfText {
                 json!(match t {
                     Truncation::Chars => "max_chars",
                     Truncation::Time => "parse_budget",
+                    Truncation::Content => "content_budget",
                 }),
             );
         }

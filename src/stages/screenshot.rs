@@ -15,6 +15,10 @@
 //!   browsers on first use; N: start N when the server starts).
 //! - `nav_timeout_ms` (15000), `idle_ms` (100), `idle_max_ms` (1500).
 //! - `max_image_bytes` (3000000), `full_page_max_px` (4000), `jpeg_quality` (80).
+//! - `max_memory_mb` (512): memory the session's chromium may use during one render (the
+//!   summed PSS of its processes, polled every 100 ms); past it the processes are killed and
+//!   the call is 502 render_failed, not charged. `js_heap_mb` (256): V8's heap per renderer
+//!   (`--js-flags=--max-old-space-size`), so a script that allocates crashes its own tab early.
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -78,6 +82,17 @@ struct Params {
     full_page_max_px: u32,
     #[serde(default = "d_quality")]
     jpeg_quality: u8,
+    #[serde(default = "d_max_memory")]
+    max_memory_mb: u64,
+    #[serde(default = "d_js_heap")]
+    js_heap_mb: u32,
+}
+
+fn d_max_memory() -> u64 {
+    browser::render::DEFAULT_MAX_MEMORY_BYTES >> 20
+}
+fn d_js_heap() -> u32 {
+    browser::pool::DEFAULT_JS_HEAP_MB
 }
 
 fn d_pool_size() -> usize {
@@ -135,6 +150,9 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             return Err(format!("the route has no input parameter `{name}`"));
         }
     }
+    if p.max_memory_mb < 128 || p.js_heap_mb < 16 {
+        return Err("max_memory_mb must be at least 128 and js_heap_mb at least 16".into());
+    }
     let browsers = ctx.services.need::<Browsers>()?;
     let config = PoolConfig {
         chromium: browser::binary_path(
@@ -152,6 +170,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         queue: p.queue,
         queue_wait: Duration::from_millis(p.queue_wait_ms),
         warm: p.warm.min(p.pool_size),
+        js_heap_mb: p.js_heap_mb,
     };
     Ok(Arc::new(Screenshot {
         pool: browsers.pool(config),
@@ -162,6 +181,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             max_image_bytes: p.max_image_bytes,
             full_page_max_px: p.full_page_max_px,
             jpeg_quality: p.jpeg_quality,
+            max_memory_bytes: p.max_memory_mb << 20,
         },
     }))
 }

@@ -310,8 +310,13 @@ impl Search {
         let max = self.page_max_chars;
         let body = resp.body.clone();
         let base = resp.final_url.clone();
-        let converted =
-            tokio::task::spawn_blocking(move || page_text(&content_type, &body, &base, max)).await;
+        // The page's tree is bounded like /api/fetch's: nodes per byte, and the transform margin.
+        let budget = crate::doc::parse::Budget::default()
+            .with_deadline(std::time::Instant::now() + TRANSFORM_MARGIN);
+        let converted = tokio::task::spawn_blocking(move || {
+            page_text(&content_type, &body, &base, max, &budget)
+        })
+        .await;
         match converted {
             Ok(Ok(text)) => Page {
                 ok: true,
@@ -322,7 +327,7 @@ impl Search {
                 title: text.title,
                 error: None,
             },
-            Ok(Err(e)) => with_answer(Page::failed("unsupported_content_type", e.to_string())),
+            Ok(Err(e)) => with_answer(Page::failed(e.code(), e.to_string())),
             Err(_) => with_answer(Page::failed(
                 "transform_failed",
                 "the page could not be converted",

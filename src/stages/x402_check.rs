@@ -11,6 +11,13 @@
 //! - `rpcs`: CAIP-2 network → upstream name of its JSON-RPC endpoint (default Base → `base_rpc`,
 //!   Ethereum → `eth_rpc`); each must exist in routes.yaml `upstreams:`.
 //! - `rpc_timeout_ms` (3000): bound on the payTo code look-ups (they run after the probe).
+//! - `max_offers` (20): offers audited one by one (and payTo addresses looked up); a 402 listing
+//!   more gets one `accepts_bounded` finding ("the 402 lists 100000 offers; the first 20 were
+//!   audited"). A 402 with 100,000 offers once made a 101 MB report (issue 21).
+//! - `max_findings` (200): findings kept; the rest become one `findings_bounded` finding at
+//!   their worst level.
+//! - `max_report_bytes` (262144): the report's JSON size cap (`audit::fit_report`: long strings
+//!   cut, the echoed offers dropped, findings bounded; `reportTrimmed: true`).
 
 use async_trait::async_trait;
 use http::{Method, StatusCode};
@@ -20,9 +27,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::audit::challenge::{analyse, Level, ProbeView};
+use crate::audit::challenge::{analyse_with, bound_findings, Level, Limits, ProbeView};
 use crate::audit::onchain::Rpc;
-use crate::audit::{pay_to_types, probe, Rpcs};
+use crate::audit::{fit_report, pay_to_types, probe, Rpcs};
 use crate::net::{FetchError, Guard, GuardedClient};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
@@ -56,7 +63,26 @@ struct Params {
     rpcs: BTreeMap<String, String>,
     #[serde(default = "default_rpc_timeout")]
     rpc_timeout_ms: u64,
+    #[serde(default = "default_max_offers")]
+    max_offers: usize,
+    #[serde(default = "default_max_findings")]
+    max_findings: usize,
+    #[serde(default = "default_max_report")]
+    max_report_bytes: usize,
 }
+
+fn default_max_offers() -> usize {
+    crate::audit::challenge::DEFAULT_MAX_OFFERS
+}
+fn default_max_findings() -> usize {
+    crate::audit::challenge::DEFAULT_MAX_FINDINGS
+}
+fn default_max_report() -> usize {
+    DEFAULT_MAX_REPORT_BYTES
+}
+
+/// Default report size cap: real reports are 5–30 KB.
+pub const DEFAULT_MAX_REPORT_BYTES: usize = 256 * 1024;
 
 fn default_method_param() -> String {
     "method".into()
@@ -118,6 +144,9 @@ pub(crate) fn build_rpcs(
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     let p: Params = params(p)?;
+    if p.max_offers == 0 || p.max_findings < 2 || p.max_report_bytes < 16 * 1024 {
+        return Err("max_offers must be positive, max_findings at least 2 and max_report_bytes at least 16384".into());
+    }
     if ctx.route.param(&p.method_param).is_none() {
         return Err(format!(
             "the route has no input parameter `{}`",
@@ -224,7 +253,11 @@ impl Stage for X402Check {
                 return ex.fail(status, code, msg);
             }
         };
-        let mut analysis = analyse(
+        let limits = Limits {
+            max_offers: self.p.max_offers,
+            max_findings: self.p.max_findings,
+        };
+        let mut analysis = analyse_with(
             &ProbeView {
                 url: &url,
                 final_url: &resp.final_url,
@@ -235,15 +268,17 @@ impl Stage for X402Check {
                 truncated: resp.truncated,
             },
             &self.guard,
+            &limits,
         );
         let (pay_to_rows, pay_to_checks) = pay_to_types(&self.rpcs, &analysis.pay_tos).await;
         analysis.checks.extend(pay_to_checks);
+        bound_findings(&mut analysis.checks, limits.max_findings);
         let verdict = match analysis.worst() {
             Level::Pass => "pass",
             Level::Warn => "warn",
             Level::Fail => "fail",
         };
-        let body = json!({
+        let mut body = json!({
             "ok": true,
             "url": url.as_str(),
             "method": method.as_str(),
@@ -269,6 +304,11 @@ impl Stage for X402Check {
             "elapsedMs": ex.elapsed_ms(),
             "methodology": self.methodology,
         });
+        fit_report(
+            &mut body,
+            self.p.max_report_bytes,
+            &["accepts", "resource", "discovery"],
+        );
         ex.respond_ok(body)
     }
 }

@@ -277,6 +277,20 @@ async fn zoo_answer(s: &Seen, url: &str, wk: &Option<Value>) -> Response {
             "%%%this is not base64%%%",
         ),
         "/v2/no-accepts" => answer_402(&v2(url, m, vec![])),
+        // Issue 21: 100,000 empty offers (a 400 KB header); 100 offers, each with its own
+        // payTo and a 2 KB scheme name echoed into its findings.
+        "/v2/many-offers" => answer_402(&v2(url, m, vec![json!({}); 100_000])),
+        "/v2/many-pay-tos" => answer_402(&v2(
+            url,
+            m,
+            (0..100u32)
+                .map(|i| {
+                    let mut o = base_offer("10000", &format!("0x{i:040x}"));
+                    o["scheme"] = json!("s".repeat(2000));
+                    o
+                })
+                .collect(),
+        )),
         "/v2/testnet" => {
             let o = json!({"scheme": "exact", "network": "eip155:84532", "amount": "10000", "asset": SEPOLIA_USDC,
                 "payTo": EOA, "maxTimeoutSeconds": 120, "extra": {"name": "USDC", "version": "2"}});

@@ -86,7 +86,7 @@ impl PagesServer {
 
 /// The pages: /article (the fixture), /latin1, /json, /png, /no-type, /declared-big (Content-
 /// Length over 200,000), /missing (404), /slow (sleeps), /redirect (→ /article), /deep?n=,
-/// /hop?n= (n redirects, then /article).
+/// /hop?n= (n redirects, then /article), /adoption?n= (issue 21's reconstruction blow-up).
 pub async fn pages() -> PagesServer {
     let article = repo(ARTICLE_PATH);
     let routes = warp::path::full()
@@ -126,6 +126,12 @@ pub async fn pages() -> PagesServer {
                         r
                     }
                     "/deep" => resp(200, "text/html", nested(n)),
+                    // Issue 21: n distinct open formatting elements, then `<p>x` to 199,997 bytes.
+                    "/adoption" => resp(
+                        200,
+                        "text/html",
+                        paycall::doc::parse::adoption_agency_page(n, 199_997),
+                    ),
                     // /hop?n=k: k more redirects, then the article.
                     "/hop" => {
                         let next = if n == 0 {

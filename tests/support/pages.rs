@@ -229,6 +229,16 @@ self.addEventListener("activate", (e) => {{
             tokio::time::sleep(Duration::from_secs(30)).await;
             html(200, page("Slow", "late"))
         }
+        // Issue 21: allocates until it dies, mostly outside V8's heap (touched ArrayBuffers),
+        // and never lets the load settle.
+        "/eat" => html(
+            200,
+            "<!doctype html><title>Eater</title><body>eating<script>\
+             const keep = []; function eat() { for (let i = 0; i < 4; i++) { \
+             keep.push(new Uint8Array(64 << 20).fill(7)); } setTimeout(eat, 0); } eat();\
+             </script></body>"
+                .to_string(),
+        ),
         // Sets a cookie and localStorage, and shows in its title what it found already set:
         // a fresh context per call must find nothing.
         "/state" => {

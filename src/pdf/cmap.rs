@@ -1,0 +1,388 @@
+//! ToUnicode CMaps read without expanding ranges: `bfchar` and `bfrange` entries are kept as
+//! ranges and looked up per code (binary search over runs); no range is walked code by code.
+//!
+//! Why not lopdf's own CMap parser: after parsing, it builds a reverse map (Unicode → codes) by
+//! walking every code of every range, so one `<00000000> <FFFFFFFF>` range in a 100-byte CMap
+//! costs 2^32 steps and gigabytes (issue 21; `fixtures/hostile/lopdf-cmap-range.pdf` shows it
+//! for a report to its authors). We never need the reverse map, and the text layer only looks up
+//! one- and two-byte codes, so entries with longer codes are skipped and the number of entries
+//! is capped. Overlaps resolve as in lopdf (the later entry wins), by painting each code's
+//! table once from the last entry backwards (a "next unpainted code" union-find makes that
+//! linear in codes + entries), then keeping only the runs.
+//!
+//! The reader is lenient the way viewers are: it tokenises the stream (hex strings, arrays,
+//! keywords; comments, names, numbers and literal strings skipped) and reads the sections it
+//! knows, whatever surrounds them. Later entries override earlier ones, as in lopdf.
+
+/// What a range maps to.
+#[derive(Debug, Clone)]
+enum Target {
+    /// One UTF-16 unit: `lo`'s unit plus the code's offset in the range.
+    Unit(u16),
+    /// A string whose last unit is incremented by the code's offset.
+    Str(Vec<u16>),
+    /// One string per code, in order.
+    Arr(Vec<Vec<u16>>),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    lo: u32,
+    hi: u32,
+    target: Target,
+}
+
+/// A code → text lookup for one code length: maximal runs of codes mapped by the same entry.
+#[derive(Debug, Default)]
+struct Table {
+    entries: Vec<Entry>,
+    /// (first code, last code, entry index), sorted, disjoint.
+    runs: Vec<(u32, u32, u32)>,
+}
+
+impl Table {
+    /// Resolves overlaps (the later entry wins) into runs. Linear in codes + entries.
+    fn seal(&mut self, bits: u32) {
+        let size = 1usize << bits;
+        if self.entries.is_empty() {
+            return;
+        }
+        const NONE: u32 = u32::MAX;
+        let mut owner = vec![NONE; size];
+        // next[c]: the first code ≥ c not painted yet (path-halving union-find).
+        let mut next: Vec<u32> = (0..=size as u32).collect();
+        fn find(next: &mut [u32], mut c: u32) -> u32 {
+            while next[c as usize] != c {
+                let up = next[next[c as usize] as usize];
+                next[c as usize] = up;
+                c = up;
+            }
+            c
+        }
+        for (k, e) in self.entries.iter().enumerate().rev() {
+            let mut c = find(&mut next, e.lo);
+            while c <= e.hi {
+                owner[c as usize] = k as u32;
+                next[c as usize] = c + 1;
+                c = find(&mut next, c + 1);
+            }
+        }
+        let mut start = 0u32;
+        for c in 1..=size as u32 {
+            let prev = owner[(c - 1) as usize];
+            if c as usize == size || owner[c as usize] != prev {
+                if prev != NONE {
+                    self.runs.push((start, c - 1, prev));
+                }
+                start = c;
+            }
+        }
+    }
+
+    fn get(&self, code: u32) -> Option<Vec<u16>> {
+        let i = self.runs.partition_point(|r| r.1 < code);
+        let &(_, _, k) = self.runs.get(i).filter(|r| r.0 <= code)?;
+        let e = &self.entries[k as usize];
+        let off = code - e.lo;
+        Some(match &e.target {
+            Target::Unit(u) => vec![u.wrapping_add(off as u16)],
+            Target::Str(s) => {
+                let mut s = s.clone();
+                if let Some(last) = s.last_mut() {
+                    *last = last.wrapping_add(off as u16);
+                }
+                s
+            }
+            Target::Arr(a) => a.get(off as usize).cloned().unwrap_or_else(|| vec![0xFFFD]),
+        })
+    }
+}
+
+/// A font's ToUnicode map, for one- and two-byte codes.
+#[derive(Debug, Default)]
+pub struct ToUnicode {
+    one: Table,
+    two: Table,
+}
+
+impl ToUnicode {
+    /// The UTF-16 text of `code` read as `len` bytes (1 or 2).
+    pub fn get(&self, code: u32, len: u8) -> Option<Vec<u16>> {
+        match len {
+            1 => self.one.get(code),
+            2 => self.two.get(code),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, lo: u32, hi: u32, len: u8, target: Target) {
+        let t = if len == 1 {
+            &mut self.one
+        } else {
+            &mut self.two
+        };
+        t.entries.push(Entry { lo, hi, target });
+    }
+}
+
+/// Entries (`bfchar` pairs plus `bfrange` triples) read from one CMap; the rest are ignored.
+pub const MAX_ENTRIES: usize = 100_000;
+/// Longest destination string kept (UTF-16 code units); real ones are a few (ligatures).
+const MAX_TARGET_UNITS: usize = 64;
+/// Longest destination array of one range.
+const MAX_TARGET_ARRAY: usize = 65_536;
+
+#[derive(Debug, PartialEq)]
+enum Tok<'a> {
+    Hex(&'a [u8]),
+    Open,
+    Close,
+    Word(&'a [u8]),
+}
+
+/// Tokens of a CMap stream, lazily.
+struct Lexer<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Iterator for Lexer<'a> {
+    type Item = Tok<'a>;
+
+    fn next(&mut self) -> Option<Tok<'a>> {
+        let b = self.b;
+        loop {
+            let c = *b.get(self.i)?;
+            match c {
+                b'%' => {
+                    while self.i < b.len() && b[self.i] != b'\n' && b[self.i] != b'\r' {
+                        self.i += 1;
+                    }
+                }
+                b'<' if b.get(self.i + 1) == Some(&b'<') => self.i += 2,
+                b'>' => self.i += 1,
+                b'<' => {
+                    let start = self.i + 1;
+                    let end = b[start..]
+                        .iter()
+                        .position(|&c| c == b'>')
+                        .map_or(b.len(), |p| start + p);
+                    self.i = (end + 1).min(b.len());
+                    return Some(Tok::Hex(&b[start..end]));
+                }
+                b'[' => {
+                    self.i += 1;
+                    return Some(Tok::Open);
+                }
+                b']' => {
+                    self.i += 1;
+                    return Some(Tok::Close);
+                }
+                b'(' => {
+                    // A literal string (balanced parentheses, backslash escapes): skipped.
+                    let mut depth = 0usize;
+                    while self.i < b.len() {
+                        match b[self.i] {
+                            b'\\' => self.i += 1,
+                            b'(' => depth += 1,
+                            b')' => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    self.i += 1;
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                        self.i += 1;
+                    }
+                }
+                c if c.is_ascii_alphanumeric() || c == b'/' || c == b'.' || c == b'-' => {
+                    let start = self.i;
+                    self.i += 1;
+                    while self.i < b.len()
+                        && (b[self.i].is_ascii_alphanumeric() || b"._-".contains(&b[self.i]))
+                    {
+                        self.i += 1;
+                    }
+                    return Some(Tok::Word(&b[start..self.i]));
+                }
+                _ => self.i += 1,
+            }
+        }
+    }
+}
+
+/// Bytes of a hex string (whitespace ignored, an odd last digit padded with 0 as PDF says).
+fn hex_bytes(h: &[u8]) -> Vec<u8> {
+    let digits: Vec<u8> = h
+        .iter()
+        .filter_map(|&c| (c as char).to_digit(16).map(|d| d as u8))
+        .collect();
+    digits
+        .chunks(2)
+        .map(|p| (p[0] << 4) | p.get(1).copied().unwrap_or(0))
+        .collect()
+}
+
+/// A source code and its length in bytes; None for codes the text layer never looks up.
+fn source(h: &[u8]) -> Option<(u32, u8)> {
+    let bytes = hex_bytes(h);
+    if bytes.is_empty() || bytes.len() > 2 {
+        return None;
+    }
+    Some((
+        bytes.iter().fold(0u32, |a, &b| (a << 8) | b as u32),
+        bytes.len() as u8,
+    ))
+}
+
+/// A destination string as UTF-16 code units (big-endian pairs).
+fn target(h: &[u8]) -> Vec<u16> {
+    hex_bytes(h)
+        .chunks(2)
+        .take(MAX_TARGET_UNITS)
+        .map(|p| ((p[0] as u16) << 8) | p.get(1).copied().unwrap_or(0) as u16)
+        .collect()
+}
+
+/// Reads a ToUnicode CMap stream (already decompressed). Never fails: what cannot be read is
+/// skipped; an empty map is None.
+pub fn parse(stream: &[u8]) -> Option<ToUnicode> {
+    let mut cmap = ToUnicode::default();
+    let mut entries = 0usize;
+    let mut toks = Lexer { b: stream, i: 0 }.peekable();
+    while let Some(t) = toks.next() {
+        if entries >= MAX_ENTRIES {
+            break;
+        }
+        match t {
+            Tok::Word(b"beginbfchar") => {
+                while let (Some(Tok::Hex(src)), Some(Tok::Hex(dst))) = (toks.next(), toks.next()) {
+                    entries += 1;
+                    if let Some((code, len)) = source(src) {
+                        let dst = target(dst);
+                        match dst.len() {
+                            0 => {}
+                            1 => cmap.put(code, code, len, Target::Unit(dst[0])),
+                            _ => cmap.put(code, code, len, Target::Str(dst)),
+                        }
+                    }
+                    if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
+                        break;
+                    }
+                }
+            }
+            Tok::Word(b"beginbfrange") => {
+                while let (Some(Tok::Hex(lo)), Some(Tok::Hex(hi))) = (toks.next(), toks.next()) {
+                    entries += 1;
+                    let dst = match toks.next() {
+                        Some(Tok::Hex(d)) => Some(target(d)),
+                        Some(Tok::Open) => {
+                            let mut arr = Vec::new();
+                            for t in toks.by_ref() {
+                                match t {
+                                    Tok::Hex(d) if arr.len() < MAX_TARGET_ARRAY => {
+                                        arr.push(target(d))
+                                    }
+                                    Tok::Hex(_) => {}
+                                    _ => break,
+                                }
+                            }
+                            put_array(&mut cmap, lo, hi, arr);
+                            None
+                        }
+                        _ => break,
+                    };
+                    if let (Some(dst), Some((lo, len)), Some((hi, hi_len))) =
+                        (dst, source(lo), source(hi))
+                    {
+                        if len == hi_len && lo <= hi && !dst.is_empty() {
+                            let t = if dst.len() == 1 {
+                                Target::Unit(dst[0])
+                            } else {
+                                Target::Str(dst)
+                            };
+                            cmap.put(lo, hi, len, t);
+                        }
+                    }
+                    if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    cmap.one.seal(8);
+    cmap.two.seal(16);
+    let empty = cmap.one.runs.is_empty() && cmap.two.runs.is_empty();
+    (!empty).then_some(cmap)
+}
+
+fn put_array(cmap: &mut ToUnicode, lo: &[u8], hi: &[u8], arr: Vec<Vec<u16>>) {
+    if let (Some((lo, len)), Some((hi, hi_len))) = (source(lo), source(hi)) {
+        if len == hi_len && lo <= hi && !arr.is_empty() {
+            cmap.put(lo, hi, len, Target::Arr(arr));
+        }
+    }
+}
+
+/// The CMap of issue 21: one range over every four-byte code.
+pub const HOSTILE_FULL_RANGE: &str = "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n/CMapName /Hostile def\n1 begincodespacerange\n<00000000> <FFFFFFFF>\nendcodespacerange\n1 beginbfrange\n<00000000> <FFFFFFFF> <0041>\nendbfrange\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    const REAL: &str = "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n\
+        /CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n\
+        /CMapName /Adobe-Identity-UCS def /CMapType 2 def\n\
+        1 begincodespacerange <0000> <FFFF> endcodespacerange\n\
+        2 beginbfchar <0003> <0020> <0011> <00660069> endbfchar\n\
+        2 beginbfrange <0024> <0026> <0041> <0030> <0031> [<0078> <D835DC00>] endbfrange\n\
+        endcmap CMapName currentdict /CMap defineresource pop end end";
+
+    #[test]
+    fn chars_ranges_and_arrays_are_read() {
+        let c = parse(REAL.as_bytes()).unwrap();
+        assert_eq!(c.get(0x03, 2), Some(vec![0x20]));
+        assert_eq!(c.get(0x11, 2), Some(vec![0x66, 0x69]));
+        assert_eq!(c.get(0x25, 2), Some(vec![0x42]));
+        assert_eq!(c.get(0x31, 2), Some(vec![0xD835, 0xDC00]));
+        assert_eq!(c.get(0x27, 2), None);
+        assert_eq!(c.get(0x25, 1), None, "one-byte codes are a different map");
+    }
+
+    #[test]
+    fn a_range_over_every_four_byte_code_costs_nothing() {
+        let t = Instant::now();
+        assert!(parse(HOSTILE_FULL_RANGE.as_bytes()).is_none());
+        // And 100,000 ranges of 65,536 two-byte codes each.
+        let mut s = String::from("100000 beginbfrange\n");
+        for i in 0..100_000u32 {
+            s.push_str(&format!("<0000> <FFFF> <{:04X}>\n", i % 0xFFFF));
+        }
+        s.push_str("endbfrange");
+        let c = parse(s.as_bytes()).unwrap();
+        assert_eq!(c.get(0x10, 2), Some(vec![(99_999 % 0xFFFF + 0x10) as u16]));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn garbage_does_not_panic() {
+        for s in [
+            "",
+            "beginbfrange",
+            "beginbfrange <00> <FF> [",
+            "beginbfchar <0",
+            "beginbfrange <FF> <00> <0041>",
+            "beginbfrange <00> <0100> <0041>",
+            "(unclosed beginbfchar <01> <41>",
+            "beginbfchar <> <>",
+        ] {
+            let _ = parse(s.as_bytes());
+        }
+    }
+}
