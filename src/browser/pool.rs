@@ -369,7 +369,7 @@ impl Session {
         };
         let url = format!("http://127.0.0.1:{port}");
         let chromium = super::lifetime::chromium_launcher(&profile, &config.chromium);
-        let caps = capabilities(&chromium, proxy, &profile);
+        let caps = capabilities(&chromium, config.js_heap_mb, proxy, &profile);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         let client = loop {
             let mut builder = fantoccini::ClientBuilder::new(
@@ -429,13 +429,14 @@ impl Session {
 
 fn capabilities(
     chromium: &Path,
+    js_heap_mb: u32,
     proxy: &GuardedProxy,
     profile: &Path,
 ) -> serde_json::Map<String, Value> {
     let mut args = chromium_args(proxy.addr().port(), profile);
     args.push(format!(
         "--js-flags=--max-old-space-size={}",
-        config.js_heap_mb.max(16)
+        js_heap_mb.max(16)
     ));
     let caps = json!({
         "browserName": "chrome",
