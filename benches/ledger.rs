@@ -43,7 +43,9 @@ async fn one_call(s: &dyn Store, i: usize, body: &[u8]) {
         payer: Some("0xbuyer".into()),
         ..Default::default()
     };
-    s.update(&p.key, "bench", &verified, now_ms()).await.unwrap();
+    s.update(&p.key, "bench", &verified, now_ms())
+        .await
+        .unwrap();
     let kept = KeptReply {
         status: 200,
         headers: vec![("content-type".into(), "application/json".into())],
@@ -54,7 +56,9 @@ async fn one_call(s: &dyn Store, i: usize, body: &[u8]) {
         reply: Some((kept.clone(), now_ms() + 180_000)),
         ..Default::default()
     };
-    s.update(&p.key, "bench", &settling, now_ms()).await.unwrap();
+    s.update(&p.key, "bench", &settling, now_ms())
+        .await
+        .unwrap();
     let settled = Update {
         state: Some(State::Settled),
         transaction: Some(format!("0x{i:064x}")),

@@ -18,14 +18,10 @@ fn shipped_with_warm_browser(dir: &Path) -> PathBuf {
         }
     }
     let routes = std::fs::read_to_string(root.join("routes.yaml")).unwrap();
-    let warm = "queue_wait_ms: 20000, warm: 0 }";
+    let warm = "queue_wait_ms: 20000, warm: 0";
     assert!(routes.contains(warm), "the shipped screenshot caps changed");
     let path = dir.join("routes.yaml");
-    std::fs::write(
-        &path,
-        routes.replace(warm, "queue_wait_ms: 20000, warm: 1 }"),
-    )
-    .unwrap();
+    std::fs::write(&path, routes.replace(warm, "queue_wait_ms: 20000, warm: 1")).unwrap();
     path
 }
 
