@@ -140,6 +140,8 @@ pub struct PaymentSettings {
     pub facilitator: FacilitatorSettings,
     pub max_timeout_seconds: u64,
     pub accepts: Vec<AcceptOption>,
+    /// /verify calls per minute per payer and per client address (0 = no limit).
+    pub verify_per_minute: (u32, u32),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -689,6 +691,7 @@ fn validate(
         facilitator,
         max_timeout_seconds: p.max_timeout_seconds,
         accepts,
+        verify_per_minute: (p.verify_per_minute.payer, p.verify_per_minute.client),
     };
 
     // guard

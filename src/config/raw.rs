@@ -64,6 +64,35 @@ pub struct Payment {
     pub max_timeout_seconds: u64,
     /// The accepted payment options, in order of preference.
     pub accepts: Vec<Spanned<Accept>>,
+    /// How many facilitator /verify calls one payer, and one client address, may cause per
+    /// minute (0 = no limit); over it → 429 before any facilitator call.
+    #[serde(default)]
+    pub verify_per_minute: VerifyPerMinute,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyPerMinute {
+    #[serde(default = "default_verify_payer")]
+    pub payer: u32,
+    #[serde(default = "default_verify_client")]
+    pub client: u32,
+}
+
+impl Default for VerifyPerMinute {
+    fn default() -> Self {
+        VerifyPerMinute {
+            payer: default_verify_payer(),
+            client: default_verify_client(),
+        }
+    }
+}
+
+fn default_verify_payer() -> u32 {
+    1_200
+}
+fn default_verify_client() -> u32 {
+    2_400
 }
 
 #[derive(Debug, Deserialize)]

@@ -4,6 +4,7 @@
 //! `proxy` is the guarded forward proxy the headless browser sends every request through.
 
 pub mod client;
+pub mod client_ip;
 pub mod error;
 pub mod guard;
 pub mod proxy;

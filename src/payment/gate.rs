@@ -1,11 +1,14 @@
 //! `payment_gate`: the x402 v2 door of a paid route.
 //!
 //! No PAYMENT-SIGNATURE → 402 with the challenge (header, same JSON in the body, no-store),
-//! whatever the input (auditors probe with no parameters). With one: undecodable → 400; bad
-//! input → 400/413 without calling the facilitator (DESIGN §9 order of checks); no matching
-//! offer → 402; the same payment already in flight → 409; facilitator verify → continue or
-//! 402; facilitator unreachable / timing out → 502 / 504 with no work done. A payment whose
-//! settlement did not finish earlier resumes here (see settle). Parameters: none.
+//! whatever the input (auditors probe with no parameters); the 402 path never touches the
+//! ledger. With one: undecodable → 400; bad input → 400/413 without calling the facilitator;
+//! no matching offer → 402; `resource` naming another route or a malformed payment-identifier →
+//! 400; then the payment is claimed in the ledger (unavailable → 503): held by another request →
+//! 409, bound to another call → 409, tried too often → 429, settled with its reply kept → the
+//! kept reply, money in doubt → resumed (settle confirms it); then the verify rate limits (429)
+//! and the facilitator's verify → continue or 402; facilitator unreachable / timing out → 502 /
+//! 504 with no work done. docs/ledger.md has the rules. Parameters: none.
 
 use async_trait::async_trait;
 use http::{Method, StatusCode};
@@ -19,6 +22,7 @@ use super::identifier;
 use super::ledger::{
     now_ms, Binding, Claim, KeptReply, Ledger, LedgerError, NewPayment, Row, State, Update,
 };
+use super::limits::VerifyLimiter;
 use super::paid::{Paid, Resume};
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
@@ -43,9 +47,20 @@ pub const FACTORY: StageFactory = StageFactory {
         ),
         (
             400,
-            "PAYMENT-SIGNATURE is not decodable base64 JSON of an x402 v2 payload",
+            "PAYMENT-SIGNATURE is not decodable base64 JSON of an x402 v2 payload, names another resource, or carries a malformed payment-identifier",
         ),
-        (409, "The same payment is already being served"),
+        (
+            409,
+            "The same payment is being served (retry after Retry-After), was made for another call, or its payment-identifier was used with another payment",
+        ),
+        (
+            429,
+            "This payment was tried too often without a charged answer, or too many payments were verified for this payer or client",
+        ),
+        (
+            503,
+            "The payment ledger is unavailable; nothing was charged, retry after Retry-After",
+        ),
         (
             502,
             "The payment facilitator is unreachable or answered garbage; nothing was charged",
@@ -73,6 +88,8 @@ struct Gate {
     extensions: Vec<(Method, Value)>,
     facilitator: Arc<FacilitatorClient>,
     ledger: Arc<Ledger>,
+    limiter: Arc<VerifyLimiter>,
+    trusted_proxies: Vec<ipnet::IpNet>,
     /// Unix ms of the last background /supported refresh we started.
     last_refresh: AtomicU64,
     /// Rendered plain challenges by (method, message, Solana feePayer).
@@ -113,6 +130,8 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         extensions,
         facilitator: ctx.services.need::<FacilitatorClient>()?,
         ledger: ctx.services.need::<Ledger>()?,
+        limiter: ctx.services.need::<VerifyLimiter>()?,
+        trusted_proxies: config.service.trusted_proxies.clone(),
         last_refresh: AtomicU64::new(0),
         rendered: RwLock::new(HashMap::new()),
     }))
@@ -500,6 +519,26 @@ impl Stage for Gate {
                     }
                 }
             }
+        }
+        let client =
+            crate::net::client_ip::client_key(ex.remote, &ex.headers, &self.trusted_proxies);
+        if let Err(limited) = self
+            .limiter
+            .check(payer_named(&paid.payload).as_deref(), client)
+        {
+            let _ = store
+                .update(&paid.key, self.ledger.owner(), &release, now_ms())
+                .await;
+            let retry = limited.retry_after_s.to_string();
+            return ex.fail_with(
+                StatusCode::TOO_MANY_REQUESTS,
+                "verify_rate_limited",
+                format!(
+                    "too many payments to verify from this {} in the last minute; nothing was charged, retry after Retry-After seconds",
+                    limited.by
+                ),
+                &[("retry-after", &retry)],
+            );
         }
         match self.facilitator.verify(&paid.payload, &paid.offer).await {
             Ok(v) if v.is_valid => {

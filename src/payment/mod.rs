@@ -18,6 +18,7 @@ pub mod confirm;
 pub mod gate;
 pub mod identifier;
 pub mod ledger;
+pub mod limits;
 pub mod paid;
 pub mod settle;
 pub mod upkeep;

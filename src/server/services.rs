@@ -68,6 +68,10 @@ pub fn build_with_resolver(
         .with(facilitator)
         .with(Arc::new(Ledger::new(config.ledger.clone())))
         .with(confirmer)
+        .with(Arc::new(crate::payment::limits::VerifyLimiter::new(
+            config.payment.verify_per_minute.0,
+            config.payment.verify_per_minute.1,
+        )))
         .with(Arc::new(crate::market::MarketHub::new(
             client.clone(),
             config.upstreams.clone(),
