@@ -3,7 +3,8 @@
 //! No PAYMENT-SIGNATURE → 402 with the challenge (header, same JSON in the body, no-store),
 //! whatever the input (auditors probe with no parameters). With one: undecodable → 400; bad
 //! input → 400/413 without calling the facilitator (DESIGN §9 order of checks); no matching
-//! offer → 402; the same payment already in flight → 409; facilitator verify → continue or
+//! offer → 402; local checks (payment::local_check: malformed → 400 `invalid_payment`, not
+//! paying this offer now → 402 with the reason) before any facilitator call; the same payment already in flight → 409; facilitator verify → continue or
 //! 402; facilitator unreachable / timing out → 502 / 504 with no work done. A payment whose
 //! settlement did not finish earlier resumes here (see settle). Parameters: none.
 
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
+use crate::payment::local_check::{self, work_window, Refusal, RefusalKind};
 use crate::pipeline::{
     params, BuildCtx, Exchange, Flow, PaymentState, Phase, Reply, Stage, StageFactory,
     VerifiedPayment,
@@ -42,7 +44,7 @@ pub const FACTORY: StageFactory = StageFactory {
         ),
         (
             400,
-            "PAYMENT-SIGNATURE is not decodable base64 JSON of an x402 v2 payload",
+            "PAYMENT-SIGNATURE is not decodable base64 JSON of an x402 v2 payload, or its payment is malformed (invalid_payment, `field` names what)",
         ),
         (409, "The same payment is already being served"),
         (
@@ -373,6 +375,17 @@ impl Stage for Gate {
             ));
             return Flow::Reply;
         };
+        // Issue 19: judge what can be judged locally before any facilitator call. A window that
+        // closed since a pending settlement began does not stop the resume below.
+        if let Err(r) = local_check::check(&payload, &offer, unix_now(), work_window(&offer)) {
+            let resumes = r.is_window()
+                && payment_key(&payload)
+                    .and_then(|k| self.ledger.pending(&k))
+                    .is_some_and(|p| p.header == header);
+            if !resumes {
+                return self.refuse_locally(ex, r);
+            }
+        }
         let Some(key) = payment_key(&payload) else {
             return ex.fail(
                 StatusCode::BAD_REQUEST,
@@ -433,10 +446,48 @@ impl Stage for Gate {
             Err(e) => {
                 let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_GATEWAY);
                 tracing::warn!(request_id = %ex.id, error = %e, "facilitator verify failed");
-                ex.fail(status, e.code(), facilitator_message(&e))
+                ex.reply = Some(
+                    Reply::error(status, e.code(), facilitator_message(&e))
+                        .with_header("retry-after", "5"),
+                );
+                Flow::Reply
             }
         }
     }
+}
+
+impl Gate {
+    /// A local refusal (docs/payment-checks.md): malformed → 400 `invalid_payment`; a payment
+    /// that does not pay this offer now → the 402 with the facilitators' reason code. Both name
+    /// the field.
+    fn refuse_locally(&self, ex: &mut Exchange, r: Refusal) -> Flow {
+        tracing::info!(request_id = %ex.id, code = r.code, field = r.field, "payment refused locally");
+        let mut extra = Map::new();
+        extra.insert("field".into(), Value::String(r.field.into()));
+        let reply = match r.kind {
+            RefusalKind::Malformed => {
+                extra.insert("reason".into(), Value::String(r.code.into()));
+                Reply::error_with(StatusCode::BAD_REQUEST, "invalid_payment", r.message, extra)
+            }
+            RefusalKind::Invalid => {
+                let mut reply = self.challenge(&ex.method, r.code, &r.message);
+                if let Some(Value::Object(mut body)) = reply.body_json() {
+                    body.append(&mut extra);
+                    reply.body = serde_json::to_vec(&body).unwrap_or_default().into();
+                }
+                reply
+            }
+        };
+        ex.reply = Some(reply);
+        Flow::Reply
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 fn facilitator_message(e: &FacilitatorError) -> String {
