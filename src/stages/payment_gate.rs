@@ -4,8 +4,9 @@
 //! whatever the input (auditors probe with no parameters). With one: undecodable → 400; bad
 //! input → 400/413 without calling the facilitator (DESIGN §9 order of checks); no matching
 //! offer → 402; local checks (payment::local_check: malformed → 400 `invalid_payment`, not
-//! paying this offer now → 402 with the reason) before any facilitator call; the same payment already in flight → 409; facilitator verify → continue or
-//! 402; facilitator unreachable / timing out → 502 / 504 with no work done. A payment whose
+//! paying this offer now → 402 with the reason) before any facilitator call; the same payment
+//! already in flight → 409; facilitator verify → continue or 402; facilitator unreachable /
+//! timing out → 502 / 504 with Retry-After and no work done. A payment whose
 //! settlement did not finish earlier resumes here (see settle). Parameters: none.
 
 use async_trait::async_trait;
