@@ -20,10 +20,8 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: Option<&'static libc::c_char> = Some(unsafe {
-    &*(b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0".as_ptr()
-        as *const libc::c_char)
-});
+pub static malloc_conf: Option<&'static libc::c_char> =
+    Some(unsafe { &*c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr() });
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
