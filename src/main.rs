@@ -7,6 +7,26 @@ use std::sync::Arc;
 
 use paycall::{config, server};
 
+// The allocator (issue 19: memory must come back after a burst; scripts/bench-memory.sh has the
+// figures). glibc's malloc keeps freed memory in its arenas; jemalloc with a background thread
+// purges dirty pages after `dirty_decay_ms` even while the process is idle, and
+// `muzzy_decay_ms:0` returns them with MADV_DONTNEED at once (MADV_FREE pages would still count
+// in RSS until the kernel wants them).
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read before `main` (tikv-jemalloc-sys prefixes its symbols on Linux).
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: Option<&'static libc::c_char> =
+    Some(unsafe { &*c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr() });
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "paycall",

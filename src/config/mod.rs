@@ -156,6 +156,8 @@ pub struct FacilitatorSettings {
     pub verify_timeout: Duration,
     pub settle_timeout: Duration,
     pub supported_ttl: Duration,
+    /// Idle facilitator connections are dropped after this (0: never reused).
+    pub pool_idle_timeout: Duration,
     pub auth: FacilitatorAuthSetting,
 }
 
@@ -616,8 +618,16 @@ fn validate(
         verify_timeout: Duration::from_millis(f.verify_timeout_ms),
         settle_timeout: Duration::from_millis(f.settle_timeout_ms),
         supported_ttl: Duration::from_secs(f.supported_ttl_s),
+        pool_idle_timeout: Duration::from_millis(f.pool_idle_timeout_ms),
         auth,
     };
+    if f.pool_idle_timeout_ms > 60_000 {
+        errors_push_simple(
+            &mut r,
+            "payment.facilitator.pool_idle_timeout_ms must be at most 60000",
+            "keep it below the facilitator's keep-alive (Node's is 5 s); the default is 4000",
+        );
+    }
     if p.max_timeout_seconds < 10 || p.max_timeout_seconds > 3600 {
         errors_push_simple(
             &mut r,

@@ -107,6 +107,10 @@ pub struct Facilitator {
     /// How long GET /supported is cached.
     #[serde(default = "default_supported_ttl")]
     pub supported_ttl_s: u64,
+    /// How long an idle connection to the facilitator is kept for reuse; below the
+    /// facilitator's keep-alive (Node closes idle connections after 5 s). 0: never reuse.
+    #[serde(default = "default_pool_idle_timeout")]
+    pub pool_idle_timeout_ms: u64,
     /// `auto` (CDP JWT when CDP_API_KEY_ID and CDP_API_KEY_SECRET are set, else none),
     /// `cdp` (required: startup error without the keys) or `none`.
     #[serde(default = "default_auth")]
@@ -322,6 +326,9 @@ fn default_settle_timeout() -> u64 {
 }
 fn default_supported_ttl() -> u64 {
     600
+}
+fn default_pool_idle_timeout() -> u64 {
+    4_000
 }
 fn default_demo_rpm() -> u32 {
     30

@@ -107,6 +107,10 @@ pub struct FetchResponse {
     pub elapsed: Duration,
 }
 
+/// Idle outbound connections kept per host for reuse; the rest are closed when their request
+/// ends.
+pub const MAX_IDLE_PER_HOST: usize = 16;
+
 /// The HTTP client could not be built (bad User-Agent, no CA bundle on the host…).
 #[derive(Debug, thiserror::Error)]
 #[error("could not build the outbound HTTP client: {0}")]
@@ -146,6 +150,9 @@ impl GuardedClient {
             .user_agent(user_agent)
             .tcp_nodelay(true)
             .pool_idle_timeout(Duration::from_secs(30))
+            // A burst to one host would otherwise keep every connection (and its buffers and
+            // file descriptor) for 30 s: 1,000 idle sockets after 1,000 calls (issue 19).
+            .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
             .build()
             .map_err(|e| ClientBuildError(error_chain_text(&e)))?;
         Ok(GuardedClient { http, guard })

@@ -23,6 +23,7 @@ use super::ledger::{
     now_ms, Binding, Claim, KeptReply, Ledger, LedgerError, NewPayment, Row, State, Update,
 };
 use super::limits::VerifyLimiter;
+use super::local_check::{self, work_window, Refusal, RefusalKind};
 use super::paid::{Paid, Resume};
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
@@ -404,6 +405,15 @@ impl Stage for Gate {
                 "the payment carries no authorization nonce or transaction",
             );
         };
+        // Judge what can be judged locally before any facilitator call (docs/payment-checks.md).
+        // A window that closed while the payment's settlement was in doubt does not stop its
+        // resume: the money may have moved, and the kept reply is the buyer's.
+        if let Err(r) = local_check::check(&payload, &offer, unix_now(), work_window(&offer)) {
+            let resumes = r.is_window() && self.money_in_motion(&key, &header).await;
+            if !resumes {
+                return self.refuse_locally(ex, r);
+            }
+        }
         let pid = match identifier::parse(&payload) {
             Ok(p) => p,
             Err(e) => return ex.fail(StatusCode::BAD_REQUEST, "invalid_payment_identifier", e),
@@ -688,6 +698,10 @@ pub fn reply_to_kept(r: &Reply) -> KeptReply {
     }
 }
 
+fn unix_now() -> u64 {
+    (now_ms() / 1000).max(0) as u64
+}
+
 /// Hex SHA-256.
 pub fn sha256_hex(data: &[u8]) -> String {
     ring::digest::digest(&ring::digest::SHA256, data)
@@ -734,6 +748,42 @@ fn payer_named(payload: &Value) -> Option<String> {
 }
 
 impl Gate {
+    /// Whether this very header paid for a payment whose settlement is in doubt or done.
+    async fn money_in_motion(&self, key: &str, header: &str) -> bool {
+        let Ok(store) = self.ledger.store().await else {
+            return false;
+        };
+        matches!(
+            store.get(key).await,
+            Ok(Some(row)) if row.state.money_in_motion() && row.header_hash == sha256_hex(header.as_bytes())
+        )
+    }
+
+    /// A local refusal (docs/payment-checks.md): malformed → 400 `invalid_payment`; a payment
+    /// that does not pay this offer now → the 402 with the facilitators' reason code. Both name
+    /// the field.
+    fn refuse_locally(&self, ex: &mut Exchange, r: Refusal) -> Flow {
+        tracing::info!(request_id = %ex.id, code = r.code, field = r.field, "payment refused locally");
+        let mut extra = Map::new();
+        extra.insert("field".into(), Value::String(r.field.into()));
+        let reply = match r.kind {
+            RefusalKind::Malformed => {
+                extra.insert("reason".into(), Value::String(r.code.into()));
+                Reply::error_with(StatusCode::BAD_REQUEST, "invalid_payment", r.message, extra)
+            }
+            RefusalKind::Invalid => {
+                let mut reply = self.challenge(&ex.method, r.code, &r.message);
+                if let Some(Value::Object(mut body)) = reply.body_json() {
+                    body.append(&mut extra);
+                    reply.body = serde_json::to_vec(&body).unwrap_or_default().into();
+                }
+                reply
+            }
+        };
+        ex.reply = Some(reply);
+        Flow::Reply
+    }
+
     /// `payload.resource`, when the client echoes it, must name this route.
     fn check_resource(&self, payload: &Value) -> Option<String> {
         let url = payload.get("resource")?.get("url")?.as_str()?;

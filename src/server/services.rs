@@ -40,6 +40,7 @@ pub fn build_with_resolver(
             verify_timeout: f.verify_timeout,
             settle_timeout: f.settle_timeout,
             supported_ttl: f.supported_ttl,
+            pool_idle_timeout: f.pool_idle_timeout,
             auth: match &f.auth {
                 FacilitatorAuthSetting::None => FacilitatorAuth::None,
                 FacilitatorAuthSetting::Cdp { key_id, key_secret } => FacilitatorAuth::Cdp {

@@ -7,6 +7,14 @@
 //!
 //! The facilitator is operator-configured (a public service or a local one in tests), so this
 //! uses a plain reqwest client, not the outbound guard used for caller-supplied URLs.
+//!
+//! Connections (issue 19): idle pooled connections are dropped after
+//! [`FacilitatorConfig::pool_idle_timeout`] (default 4 s, below Node's 5 s keep-alive), so a
+//! connection the server has closed is not reused. `/verify` and `/supported` move no money: one
+//! that fails before any response (reset, closed connection, refused connect) is sent once more
+//! on a fresh connection. `/settle` always goes out on a fresh connection and is sent again only
+//! when that connection could not be opened (the request never left); a `/settle` that may have
+//! reached the facilitator is never resent: its outcome is unknown (`outcome_unknown`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Once};
@@ -24,6 +32,10 @@ use super::types::Requirement;
 
 /// Largest facilitator response body we read. Real ones are well under 10 KB.
 pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// Idle facilitator connections are dropped after this by default: below Node's 5 s
+/// keep-alive, after which the server closes them.
+pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// After a failed `/supported` refresh with an older copy in hand, wait at least this long
 /// (capped by the TTL) before asking again, so a down facilitator is not hit per request.
@@ -75,17 +87,22 @@ pub struct FacilitatorConfig {
     pub settle_timeout: Duration,
     /// How long a `/supported` answer is reused.
     pub supported_ttl: Duration,
+    /// How long an idle connection is kept for reuse: keep it below the facilitator's
+    /// keep-alive (Node: 5 s). Zero: never reuse a connection.
+    pub pool_idle_timeout: Duration,
     pub auth: FacilitatorAuth,
 }
 
 impl FacilitatorConfig {
-    /// Defaults: verify 10 s, settle 45 s, `/supported` cached 10 min, no auth.
+    /// Defaults: verify 10 s, settle 45 s, `/supported` cached 10 min, idle connections kept
+    /// 4 s, no auth.
     pub fn new(url: Url) -> Self {
         FacilitatorConfig {
             url,
             verify_timeout: Duration::from_secs(10),
             settle_timeout: Duration::from_secs(45),
             supported_ttl: Duration::from_secs(600),
+            pool_idle_timeout: DEFAULT_POOL_IDLE_TIMEOUT,
             auth: FacilitatorAuth::None,
         }
     }
@@ -306,7 +323,11 @@ struct SupportedCache {
 
 /// Client for one facilitator. Share it behind an `Arc`.
 pub struct FacilitatorClient {
+    /// Pooled connections, dropped after the idle timeout (verify, supported).
     http: reqwest::Client,
+    /// A new connection per request: `/settle`, and the one resend of a request that failed
+    /// before it was answered.
+    fresh: reqwest::Client,
     base: Url,
     verify_timeout: Duration,
     settle_timeout: Duration,
@@ -356,14 +377,27 @@ impl FacilitatorClient {
                 Some(CdpSigner::new(key_id, key_secret)?)
             }
         };
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .user_agent(concat!("paycall/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::none())
+        let builder = || {
+            reqwest::Client::builder()
+                .no_proxy()
+                .user_agent(concat!("paycall/", env!("CARGO_PKG_VERSION")))
+                .redirect(reqwest::redirect::Policy::none())
+        };
+        let idle = config.pool_idle_timeout;
+        let http = if idle.is_zero() {
+            builder().pool_max_idle_per_host(0)
+        } else {
+            builder().pool_idle_timeout(idle)
+        }
+        .build()
+        .map_err(|e| SetupError::Client(e.to_string()))?;
+        let fresh = builder()
+            .pool_max_idle_per_host(0)
             .build()
             .map_err(|e| SetupError::Client(e.to_string()))?;
         Ok(FacilitatorClient {
             http,
+            fresh,
             base,
             verify_timeout: config.verify_timeout,
             settle_timeout: config.settle_timeout,
@@ -562,24 +596,43 @@ impl FacilitatorClient {
         timeout: Duration,
     ) -> Result<Reply, FacilitatorError> {
         let url = self.endpoint_url(endpoint);
-        let mut req = self
-            .http
-            .request(method.clone(), url.clone())
-            .timeout(timeout);
-        if let Some(signer) = &self.signer {
-            let token = signer
-                .token(method.as_str(), &jwt_uri(&url))
-                .map_err(|e| FacilitatorError::Unauthorized(e.to_string()))?;
-            req = req.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
-        if let Some(body) = body {
-            req = req
-                .header(CONTENT_TYPE, "application/json")
-                .body(serde_json::to_vec(body).unwrap_or_default());
-        }
+        let body = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+        // /settle moves money: always a fresh connection, never a stale pooled one.
+        let settle = endpoint == "settle";
         let started = Instant::now();
+        let deadline = started + timeout;
         let result = async {
-            let mut resp = req.send().await.map_err(transport_error)?;
+            let mut attempt = 0;
+            let mut resp = loop {
+                let client = if settle || attempt > 0 {
+                    &self.fresh
+                } else {
+                    &self.http
+                };
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                let mut req = client
+                    .request(method.clone(), url.clone())
+                    .timeout(remaining.max(Duration::from_millis(1)));
+                if let Some(signer) = &self.signer {
+                    let token = signer
+                        .token(method.as_str(), &jwt_uri(&url))
+                        .map_err(|e| FacilitatorError::Unauthorized(e.to_string()))?;
+                    req = req.header(AUTHORIZATION, format!("Bearer {token}"));
+                }
+                if let Some(body) = &body {
+                    req = req
+                        .header(CONTENT_TYPE, "application/json")
+                        .body(body.clone());
+                }
+                match req.send().await {
+                    Ok(resp) => break resp,
+                    Err(e) if attempt == 0 && resend_allowed(settle, &e) => {
+                        warn!(endpoint, error = %error_chain(&e), "facilitator request failed before any answer; sending it once more on a fresh connection");
+                        attempt += 1;
+                    }
+                    Err(e) => return Err(transport_error(e)),
+                }
+            };
             let status = resp.status();
             let headers = resp.headers().clone();
             let mut bytes = Vec::new();
@@ -649,6 +702,17 @@ fn jwt_uri(url: &Url) -> String {
         Some(port) => format!("{host}:{port}{}", url.path()),
         None => format!("{host}{}", url.path()),
     }
+}
+
+/// Whether a request that failed with `e` before any answer may be sent once more. A refused or
+/// failed connect never delivered anything; for `/verify` and `/supported` (no money moves) any
+/// failure before the response (a reset or closed reused connection) may be repeated too. A
+/// `/settle` that may have been delivered is never resent.
+fn resend_allowed(settle: bool, e: &reqwest::Error) -> bool {
+    if e.is_timeout() {
+        return false;
+    }
+    e.is_connect() || (!settle && (e.is_request() || e.is_body()))
 }
 
 fn transport_error(e: reqwest::Error) -> FacilitatorError {

@@ -1,0 +1,355 @@
+//! Memory of a release paycall under a burst of paid calls, and the 402 path's req/s (issue 19).
+//! Prints figures, asserts nothing; scripts/bench-memory.sh runs it once per allocator build.
+//!
+//! For one paycall binary (`--bin PATH`): starts it with the shipped routes.yaml against a stub
+//! facilitator (verify valid, settle success) and a slow upstream, both in this process on
+//! 127.0.0.1; reads its RSS (/proc/PID/status VmRSS) idle, at the peak of a burst of N paid
+//! /api/http calls all in flight at once (each correctly signed, distinct nonces; the upstream
+//! holds each for `--work-ms`), and `--after-s` seconds after the burst; then runs
+//! `wrk -t2 -c50 -d10s` on the unpaid 402 path.
+//!
+//! ```text
+//! cargo bench --bench memory -- --bin target/release/paycall [--label NAME] [--burst 1000]
+//!     [--work-ms 3000] [--after-s 10] [--wrk-s 10]
+//! ```
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use k256::ecdsa::SigningKey;
+use serde_json::{json, Value};
+use warp::Filter;
+
+use paycall::audit::address::keccak256;
+use paycall::payment::local_check::{eip3009_digest, Domain, U256};
+
+/// anvil's second well-known test key (the stub facilitator checks nothing on chain).
+const KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+const PAY_TO: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+fn num(name: &str, default: u64) -> u64 {
+    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A number field of /proc/PID/status (`VmRSS` in kB, `Threads`).
+fn status_field(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.split(':').next() == Some(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    status_field(pid, "VmRSS")
+}
+
+fn mb(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+async fn serve<F>(routes: F) -> String
+where
+    F: Filter + Clone + Send + Sync + 'static,
+    F::Extract: warp::Reply,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(warp::serve(routes).incoming(listener).run());
+    format!("http://{addr}")
+}
+
+/// Facilitator stub: every payment valid, every settlement a success.
+async fn facilitator(settles: Arc<AtomicUsize>) -> String {
+    let verify = warp::path("verify")
+        .and(warp::body::json())
+        .map(|b: Value| {
+            let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
+            warp::reply::json(&json!({"isValid": true, "payer": payer}))
+        });
+    let settle = warp::path("settle")
+        .and(warp::body::json())
+        .map(move |b: Value| {
+            settles.fetch_add(1, Ordering::Relaxed);
+            let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
+            warp::reply::json(
+                &json!({"success": true, "network": "eip155:8453", "payer": payer,
+                "transaction": format!("0x{}", "ab".repeat(32))}),
+            )
+        });
+    let supported = warp::path("supported").map(|| {
+        warp::reply::json(&json!({"kinds": [{"x402Version": 2, "scheme": "exact", "network": "eip155:8453"}], "extensions": [], "signers": {}}))
+    });
+    serve(
+        warp::post()
+            .and(verify.or(settle))
+            .or(warp::get().and(supported)),
+    )
+    .await
+}
+
+/// Upstream that answers after `?ms=` milliseconds.
+async fn slow_upstream() -> String {
+    let slow = warp::path("slow")
+        .and(warp::query::<BTreeMap<String, u64>>())
+        .and_then(|q: BTreeMap<String, u64>| async move {
+            tokio::time::sleep(Duration::from_millis(q.get("ms").copied().unwrap_or(1000))).await;
+            Ok::<_, Infallible>("finally, the slow answer")
+        });
+    serve(slow).await
+}
+
+fn hex(b: &[u8]) -> String {
+    format!(
+        "0x{}",
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    )
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    let h = s.trim_start_matches("0x");
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// A correctly signed EIP-3009 payment (PAYMENT-SIGNATURE value) for the challenge's EVM offer.
+fn sign(key: &SigningKey, challenge: &Value, n: u64) -> String {
+    let point = key.verifying_key().to_encoded_point(false);
+    let from = hex(&keccak256(&point.as_bytes()[1..])[12..]);
+    let offer = &challenge["accepts"][0];
+    let addr = |s: &str| -> [u8; 20] { unhex(s).try_into().unwrap() };
+    let valid_before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 120;
+    let mut nonce = [0u8; 32];
+    nonce[..8].copy_from_slice(&n.to_be_bytes());
+    nonce[8..16].copy_from_slice(&valid_before.to_be_bytes());
+    let chain: u64 = offer["network"].as_str().unwrap()[7..].parse().unwrap();
+    let domain = Domain {
+        name: offer["extra"]["name"].as_str().unwrap(),
+        version: offer["extra"]["version"].as_str(),
+        chain_id: U256::from_u64(chain),
+        verifying_contract: addr(offer["asset"].as_str().unwrap()),
+    };
+    let digest = eip3009_digest(
+        &domain,
+        &addr(&from),
+        &addr(offer["payTo"].as_str().unwrap()),
+        &U256::from_decimal(offer["amount"].as_str().unwrap()).unwrap(),
+        &U256::from_u64(0),
+        &U256::from_u64(valid_before),
+        &nonce,
+    );
+    let (sig, rec) = key.sign_prehash_recoverable(&digest).unwrap();
+    let mut sig = sig.to_bytes().to_vec();
+    sig.push(27 + rec.to_byte());
+    let payment = json!({
+        "x402Version": 2,
+        "resource": challenge["resource"],
+        "accepted": offer,
+        "payload": {"signature": hex(&sig), "authorization": {
+            "from": from, "to": offer["payTo"], "value": offer["amount"], "validAfter": "0",
+            "validBefore": valid_before.to_string(), "nonce": hex(&nonce)}}
+    });
+    base64::engine::general_purpose::STANDARD.encode(payment.to_string())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wrk_rps(url: &str, secs: u64) -> Option<f64> {
+    let out = Command::new("wrk")
+        .args(["-t2", "-c50", &format!("-d{secs}s"), url])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| l.starts_with("Requests/sec:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let Some(bin) = arg("--bin") else {
+        eprintln!("usage: cargo bench --bench memory -- --bin PATH [--label NAME] [--burst N] [--work-ms MS] [--after-s S] [--wrk-s S]");
+        std::process::exit(2);
+    };
+    let label = arg("--label").unwrap_or_else(|| bin.clone());
+    let burst = num("--burst", 1000) as usize;
+    let work_ms = num("--work-ms", 3000);
+    let after_s = num("--after-s", 10);
+    let wrk_s = num("--wrk-s", 10);
+    paycall::x402::ensure_crypto();
+
+    let settles = Arc::new(AtomicUsize::new(0));
+    let fac = facilitator(settles.clone()).await;
+    let up = slow_upstream().await;
+    let port = free_port();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new(&bin)
+        .args(["--config", "routes.yaml", "serve"])
+        .current_dir(root)
+        .env("PAYCALL_LISTEN", format!("127.0.0.1:{port}"))
+        .env("PAYCALL_FACILITATOR_URL", &fac)
+        .env("PAYCALL_EVM_PAY_TO", PAY_TO)
+        .env(
+            "PAYCALL_SOLANA_PAY_TO",
+            "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
+        )
+        .env("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32")
+        // The shipped default ledger (a SQLite file), in a temp dir; no chain to confirm on.
+        .env(
+            "PAYCALL_LEDGER_URL",
+            format!(
+                "sqlite://{}",
+                std::env::temp_dir()
+                    .join(format!("paycall-bench-memory-{port}.db"))
+                    .display()
+            ),
+        )
+        .env("PAYCALL_UPSTREAM_BASE_RPC", "http://127.0.0.1:9/")
+        .env("PAYCALL_LOG", "error")
+        .stdout(Stdio::null())
+        // wrk's last requests are cut when it stops: paycall logs those as connection errors.
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+    let pid = child.id();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    while client.get(format!("{base}/status")).send().await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "paycall did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let target = format!("{up}/slow?ms={work_ms}");
+    let url = format!(
+        "{base}/api/http?url={}",
+        url::form_urlencoded::byte_serialize(target.as_bytes()).collect::<String>()
+    );
+    let r = client.get(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 402);
+    let challenge: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(r.headers()["payment-required"].to_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let key = SigningKey::from_slice(&unhex(KEY)).unwrap();
+    let payments: Vec<String> = (0..burst as u64)
+        .map(|n| sign(&key, &challenge, n))
+        .collect();
+    // One paid call to warm the paths, then let the process settle down.
+    let warm = sign(&key, &challenge, u64::MAX);
+    let w = client
+        .get(&url)
+        .header("PAYMENT-SIGNATURE", warm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(w.status().as_u16(), 200, "{:?}", w.text().await);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = rss_kb(pid);
+
+    let peak = Arc::new(AtomicU64::new(idle));
+    let done = Arc::new(AtomicUsize::new(0));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        tokio::spawn(async move {
+            while done.load(Ordering::Relaxed) < burst {
+                peak.fetch_max(rss_kb(pid), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let t = Instant::now();
+    let calls: Vec<_> = payments
+        .into_iter()
+        .map(|p| {
+            let (client, url, done) = (client.clone(), url.clone(), done.clone());
+            tokio::spawn(async move {
+                let status = match client.get(&url).header("PAYMENT-SIGNATURE", p).send().await {
+                    Ok(r) => {
+                        let s = r.status().as_u16();
+                        let _ = r.bytes().await;
+                        s
+                    }
+                    Err(_) => 0,
+                };
+                done.fetch_add(1, Ordering::Relaxed);
+                status
+            })
+        })
+        .collect();
+    let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
+    for c in calls {
+        *statuses.entry(c.await.unwrap_or(0)).or_default() += 1;
+    }
+    let burst_s = t.elapsed().as_secs_f64();
+    let _ = sampler.await;
+    let peak = peak.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(after_s)).await;
+    let after = rss_kb(pid);
+    let threads_after = status_field(pid, "Threads");
+    let fds_after = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+
+    let unpaid = format!(
+        "{base}/api/http?url={}",
+        url::form_urlencoded::byte_serialize(b"https://example.com/").collect::<String>()
+    );
+    let rps = tokio::task::spawn_blocking(move || wrk_rps(&unpaid, wrk_s))
+        .await
+        .unwrap();
+    let after_wrk = rss_kb(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let goal = 1.5 * mb(idle) + 10.0;
+    println!(
+        "{label:<10} idle {:6.1} MB | peak {:6.1} MB ({burst} in flight, {burst_s:.1} s) | after {after_s} s {:6.1} MB (goal ≤ {goal:.1}: {}, {threads_after} threads, {fds_after} fds) | 402 path {} req/s (RSS after wrk {:.1} MB) | statuses {statuses:?}, settled {}",
+        mb(idle),
+        mb(peak),
+        mb(after),
+        if mb(after) <= goal { "met" } else { "MISSED" },
+        rps.map(|r| format!("{r:.0}")).unwrap_or_else(|| "? (wrk missing)".into()),
+        mb(after_wrk),
+        settles.load(Ordering::Relaxed) - 1,
+    );
+}
