@@ -211,6 +211,12 @@ fn ledger(path: &Path, since: &str, route: Option<String>, recent: usize, json: 
         }
     };
     let shown = cfg.ledger.url.display();
+    if let paycall::payment::ledger::LedgerUrl::Sqlite(p) = &cfg.ledger.url {
+        if !p.exists() && p.as_os_str() != paycall::payment::ledger::sqlite::MEMORY {
+            println!("ledger {shown} does not exist yet: nothing was sold");
+            return ExitCode::SUCCESS;
+        }
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -223,6 +229,9 @@ fn ledger(path: &Path, since: &str, route: Option<String>, recent: usize, json: 
     };
     let rows = rt.block_on(async {
         let store = connect(&cfg.ledger.url)?;
+        if store.schema_version().await?.is_none() {
+            return Ok(Vec::new());
+        }
         store.report(&ReportQuery { since_ms, route }).await
     });
     let rows = match rows {

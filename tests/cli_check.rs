@@ -160,3 +160,57 @@ fn markdown_refuses_a_page_whose_tree_would_outgrow_its_budget() {
         t.elapsed()
     );
 }
+
+#[test]
+fn check_and_ledger_report_the_ledger_without_creating_it() {
+    let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/config/free/paycall.db");
+    let out = paycall(&["check"], &fixture("free"), true);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("ledger: sqlite://") && stdout.contains("does not exist yet"),
+        "{stdout}"
+    );
+    let out = paycall(&["ledger"], &fixture("free"), true);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("nothing was sold"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!db.exists(), "neither command creates the ledger");
+
+    // A bad ledger URL is a located config error that says what to write.
+    let dir = tempfile::tempdir().unwrap();
+    let routes = std::fs::read_to_string(fixture("free")).unwrap();
+    std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
+    for e in std::fs::read_dir(fixture("free").parent().unwrap().join("pipelines")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(
+            &p,
+            dir.path().join("pipelines").join(p.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let path = dir.path().join("routes.yaml");
+    std::fs::write(&path, routes).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_paycall"));
+    let out = cmd
+        .env_clear()
+        .env("PAYCALL_EVM_PAY_TO", EVM)
+        .env("PAYCALL_SOLANA_PAY_TO", SOL)
+        .env("PAYCALL_LEDGER_URL", "mysql://u:hunter2@db/x")
+        .arg("--config")
+        .arg(&path)
+        .arg("check")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PAYCALL_LEDGER_URL"), "{stderr}");
+    assert!(
+        stderr.contains("sqlite://"),
+        "names what to write: {stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "never the password: {stderr}");
+}

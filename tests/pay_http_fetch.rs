@@ -522,3 +522,44 @@ async fn a_pending_payment_is_released_only_on_proof_of_transfer() {
     assert_eq!(stack.verify_calls(), 0);
     assert_eq!(stack.settle_calls(), 0);
 }
+
+/// A verified payment's work, settlement and ledger row finish even if the client hangs up; the
+/// client that lost the answer repeats the same request and gets it, settled once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_is_still_settled_and_can_fetch_its_answer() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let buyer_start = stack.usdc_balance(&stack.buyer);
+    let target = paycall.url(&format!("/api/http?url={}", enc(&up.url("/slow?ms=1500"))));
+    let sig = stack
+        .sign_only_async(&target, "GET", None)
+        .await
+        .payment_signature;
+    stack.reset_calls();
+    // The client gives up after 300 ms, long before the upstream answers.
+    let gave_up = server_support::client()
+        .get(&target)
+        .header("PAYMENT-SIGNATURE", &sig)
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the client hung up");
+    let started = std::time::Instant::now();
+    while stack.settle_calls() == 0 || stack.usdc_balance(&stack.buyer) == buyer_start {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the settlement never happened after the hang-up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 10_000);
+    // The same request again: the kept answer with its receipt, no new work, no second settle.
+    let (s, h, b) = send_signed(&target, &sig).await;
+    assert_eq!(s, 200, "{b}");
+    assert!(h.get("payment-response").is_some());
+    assert_eq!(up.hits.slow.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 10_000);
+}
