@@ -405,7 +405,8 @@ fn markdown(path: &Path, source: &str) -> ExitCode {
                 }
             }
         };
-    let text = String::from_utf8_lossy(&body);
+    // The same decoding as the route (BOM, charset, meta, UTF-8, detection).
+    let text = paycall::doc::fetch_markdown::decode_text(&content_type, &body);
     let essence = content_type
         .split(';')
         .next()

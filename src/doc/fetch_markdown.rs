@@ -43,26 +43,11 @@ pub fn kind_of(content_type: &str, body: &[u8]) -> Option<Kind> {
     }
 }
 
-/// Decodes the body using the charset of the content type (UTF-8 otherwise, lossily).
+/// Decodes the body (see `doc::charset`: BOM, the content type's charset, an HTML meta, UTF-8,
+/// then detection — never a lossy UTF-8 read of a legacy-encoded page).
 pub fn decode_text(content_type: &str, body: &[u8]) -> String {
-    let charset = content_type
-        .to_ascii_lowercase()
-        .split(';')
-        .filter_map(|p| {
-            p.trim()
-                .strip_prefix("charset=")
-                .map(|c| c.trim_matches('"').to_string())
-        })
-        .next();
-    if let Some(label) = charset {
-        if let Some(enc) = encoding_rs::Encoding::for_label(label.as_bytes()) {
-            if enc != encoding_rs::UTF_8 {
-                let (text, _, _) = enc.decode(body);
-                return text.into_owned();
-            }
-        }
-    }
-    String::from_utf8_lossy(body).into_owned()
+    let html = crate::doc::page::is_html(content_type, body);
+    crate::doc::charset::decode(content_type, body, html)
 }
 
 /// Cuts `s` after `max` characters (on a char boundary); true when something was cut.

@@ -486,29 +486,9 @@ pub fn cut(s: String, max: usize) -> String {
     }
 }
 
-/// Decodes a fetched body: the Content-Type charset, else a `<meta charset>` in the first
-/// 1024 bytes, else UTF-8 (lossily).
+/// Decodes a fetched HTML body (see `doc::charset`).
 pub fn decode_html(content_type: &str, body: &[u8]) -> String {
-    let from_header = content_type.to_ascii_lowercase().split(';').find_map(|p| {
-        p.trim()
-            .strip_prefix("charset=")
-            .map(|c| c.trim_matches('"').trim().to_string())
-    });
-    let label = from_header.or_else(|| {
-        let head = String::from_utf8_lossy(&body[..body.len().min(1024)]).to_ascii_lowercase();
-        let at = head.find("charset=")?;
-        let rest = head[at + 8..].trim_start_matches(['"', '\'']);
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-            .unwrap_or(rest.len());
-        Some(rest[..end].to_string())
-    });
-    if let Some(enc) = label.and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes())) {
-        if enc != encoding_rs::UTF_8 {
-            return enc.decode(body).0.into_owned();
-        }
-    }
-    String::from_utf8_lossy(body).into_owned()
+    crate::doc::charset::decode(content_type, body, true)
 }
 
 /// Whether a content type (or, without one, the body's start) is HTML.
