@@ -206,9 +206,12 @@ pub fn well_known(app: &App) -> Value {
         "version": 1,
         "resources": resources,
         "instructions": format!(
-            "{} The full catalogue with parameters is at {base}{OPENAPI_PATH} and {base}{LLMS_PATH}.",
-            how_to_pay(&app.config)
+            "{} The full catalogue with parameters is at {base}{OPENAPI_PATH} and {base}{LLMS_PATH}. \
+             The same routes are paid MCP tools at {base}{}.",
+            how_to_pay(&app.config),
+            crate::mcp::PATH
         ),
+        "mcp": format!("{base}{}", crate::mcp::PATH),
     })
 }
 
@@ -917,6 +920,11 @@ pub fn llms_txt(app: &App) -> String {
     let _ = writeln!(
         t,
         "- [x402 resource list]({base}{WELL_KNOWN_PATH}): the paid endpoints (x402scan format)"
+    );
+    let _ = writeln!(
+        t,
+        "- [MCP server]({base}{}): every paid route as a paid MCP tool (streamable HTTP; x402 in `_meta[\"x402/payment\"]`), free `*_demo` tools",
+        crate::mcp::PATH
     );
     let _ = writeln!(
         t,
