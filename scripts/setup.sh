@@ -8,6 +8,8 @@
 #   - the e2e payment stack's node packages: `npm ci --ignore-scripts` in tests/e2e when
 #     node_modules is missing or older than package-lock.json
 #   - the stack's test contracts, compiled once into tests/e2e/.stack/build
+#   - tests/.venv: a Python venv with tests/requirements.txt (the OpenAPI validator, the
+#     official Python x402 client), reinstalled when requirements.txt is newer than the venv
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +25,7 @@ if ! command -v node >/dev/null 2>&1; then
 elif ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
-for pkg in chromium chromium-driver poppler-utils wrk ca-certificates libsqlite3-dev pkg-config postgresql; do
+for pkg in chromium chromium-driver poppler-utils wrk ca-certificates libsqlite3-dev pkg-config postgresql python3-venv; do
   installed "$pkg" || missing+=("$pkg")
 done
 
@@ -69,4 +71,16 @@ fi
 
 # ---- test contracts ----
 node compile.mjs
+
+# ---- Python test packages ----
+VENV="$ROOT/tests/.venv"
+REQS="$ROOT/tests/requirements.txt"
+if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.installed" ] || [ "$REQS" -nt "$VENV/.installed" ]; then
+  say "installing tests/requirements.txt into tests/.venv"
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
+  touch "$VENV/.installed"
+else
+  say "tests/.venv is up to date"
+fi
 say "done"

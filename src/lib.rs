@@ -12,6 +12,7 @@ pub mod browser;
 pub mod config;
 pub mod doc;
 pub mod market;
+pub mod mcp;
 pub mod net;
 pub mod payment;
 pub mod pdf;

@@ -298,12 +298,19 @@ impl Gate {
     }
 
     /// The 402: PAYMENT-REQUIRED header and the same challenge as the JSON body.
-    fn challenge(&self, method: &Method, error: &str, message: &str) -> Reply {
+    fn challenge(
+        &self,
+        sold: Option<&SoldAs>,
+        method: &Method,
+        error: &str,
+        message: &str,
+    ) -> Reply {
         let offers = self.offers();
         // The plain challenge is the hot path (every unpaid probe): render it once per method
         // and set of offers, then serve clones (the body is shared `Bytes`).
         let key = format!(
-            "{method}|{error}|{message}|{}",
+            "{method}|{}|{error}|{message}|{}",
+            sold.map(|s| s.url.as_str()).unwrap_or(""),
             offers
                 .iter()
                 .filter_map(|o| o.extra.get("feePayer").and_then(Value::as_str))
@@ -316,7 +323,7 @@ impl Gate {
                 return r;
             }
         }
-        let reply = self.render_challenge(method, error, message, &offers);
+        let reply = self.render_challenge(sold, method, error, message, &offers);
         if plain {
             if let Ok(mut m) = self.rendered.write() {
                 if m.len() > 64 {
@@ -330,12 +337,23 @@ impl Gate {
 
     fn render_challenge(
         &self,
+        sold: Option<&SoldAs>,
         method: &Method,
         error: &str,
         message: &str,
         offers: &[Requirement],
     ) -> Reply {
-        let pr = payment_required(error, &self.resource, offers, self.extension_for(method));
+        let (resource, extensions) = match sold {
+            None => (self.resource.clone(), self.extension_for(method)),
+            Some(s) => {
+                let mut ext = self.extension_for(method).unwrap_or_else(|| json!({}));
+                ext["bazaar"] = s.bazaar.clone();
+                let mut r = self.resource.clone();
+                r.url = s.url.clone();
+                (r, Some(ext))
+            }
+        };
+        let pr = payment_required(error, &resource, offers, extensions);
         let mut body = pr.clone();
         if let Value::Object(m) = &mut body {
             m.insert("message".into(), Value::String(message.to_string()));
@@ -354,13 +372,15 @@ impl Stage for Gate {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let probe = matches!(ex.method, Method::OPTIONS | Method::HEAD);
+        let sold = ex.slots.get::<SoldAs>().cloned();
+        let sold = sold.as_ref();
         let Some(header) = header.filter(|_| !probe) else {
             let msg = if ex.headers.contains_key("x-payment") {
                 "this service speaks x402 v2: send the payment in PAYMENT-SIGNATURE, not X-PAYMENT"
             } else {
                 "pay with x402 v2: sign one of `accepts` and repeat the request with PAYMENT-SIGNATURE"
             };
-            ex.reply = Some(self.challenge(&ex.method, "Payment required", msg));
+            ex.reply = Some(self.challenge(sold, &ex.method, "Payment required", msg));
             return Flow::Reply;
         };
         let payload = match decode_header(&header) {
@@ -389,13 +409,14 @@ impl Stage for Gate {
         let accepted = payload.get("accepted").cloned().unwrap_or(Value::Null);
         let Some(offer) = find_offer(&offers, &accepted).cloned() else {
             ex.reply = Some(self.challenge(
+                sold,
                 &ex.method,
                 "No matching payment requirements",
                 "the signed offer does not match any current offer of this route; pay one of `accepts` as it is",
             ));
             return Flow::Reply;
         };
-        if let Some(r) = self.check_resource(&payload) {
+        if let Some(r) = self.check_resource(&payload, sold) {
             return ex.fail(StatusCode::BAD_REQUEST, "invalid_payment", r);
         }
         let Some(key) = payment_key(&payload) else {
@@ -586,6 +607,7 @@ impl Stage for Gate {
                     .update(&paid.key, self.ledger.owner(), &u, now_ms())
                     .await;
                 ex.reply = Some(self.challenge(
+                    sold,
                     &ex.method,
                     &reason,
                     &format!("the facilitator refused the payment: {reason}"),
@@ -607,6 +629,17 @@ impl Stage for Gate {
             }
         }
     }
+}
+
+/// Put in an exchange's slots when the route is sold through another door than its URL (an MCP
+/// tool, see `crate::mcp`): the challenge names this resource and bazaar declaration, and a
+/// payment that echoes a resource must name this one. Everything else (offers, ledger binding,
+/// verify) is the route's own.
+#[derive(Debug, Clone)]
+pub struct SoldAs {
+    pub url: String,
+    /// The `bazaar` extension of this door.
+    pub bazaar: Value,
 }
 
 /// Marks an exchange answered from a kept reply (settle leaves it as it is).
@@ -785,9 +818,12 @@ impl Gate {
     }
 
     /// `payload.resource`, when the client echoes it, must name this route.
-    fn check_resource(&self, payload: &Value) -> Option<String> {
+    fn check_resource(&self, payload: &Value, sold: Option<&SoldAs>) -> Option<String> {
         let url = payload.get("resource")?.get("url")?.as_str()?;
-        let ours = self.resource.url.trim_end_matches('/');
+        let ours = sold
+            .map(|s| s.url.as_str())
+            .unwrap_or(&self.resource.url)
+            .trim_end_matches('/');
         let theirs = url
             .split(['?', '#'])
             .next()

@@ -260,7 +260,8 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
         .boxed()
 }
 
-async fn handle(
+/// One demo request (also the MCP `*_demo` tools' answer).
+pub async fn handle(
     app: &App,
     name: &str,
     method: &Method,

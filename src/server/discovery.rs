@@ -37,6 +37,8 @@ pub const OPENAPI_PATH: &str = "/openapi.json";
 pub const LLMS_PATH: &str = "/llms.txt";
 pub const STATUS_PATH: &str = "/status";
 
+/// The OpenAPI security scheme every paid operation names.
+const SECURITY_SCHEME: &str = "x402";
 const CACHE_CONTROL: &str = "public, max-age=60";
 /// How long a facilitator check is reused.
 pub const FACILITATOR_CHECK_TTL: Duration = Duration::from_secs(30);
@@ -204,9 +206,12 @@ pub fn well_known(app: &App) -> Value {
         "version": 1,
         "resources": resources,
         "instructions": format!(
-            "{} The full catalogue with parameters is at {base}{OPENAPI_PATH} and {base}{LLMS_PATH}.",
-            how_to_pay(&app.config)
+            "{} The full catalogue with parameters is at {base}{OPENAPI_PATH} and {base}{LLMS_PATH}. \
+             The same routes are paid MCP tools at {base}{}.",
+            how_to_pay(&app.config),
+            crate::mcp::PATH
         ),
+        "mcp": format!("{base}{}", crate::mcp::PATH),
     })
 }
 
@@ -306,10 +311,18 @@ fn query_parameter(p: &ParamSpec) -> Value {
             m.remove("description");
             m.remove("examples");
         }
-        o.insert(
-            "content".into(),
-            json!({ "application/json": { "schema": inner } }),
-        );
+        // OpenAPI 3.1 allows `example` beside `schema` only: with `content`, the example
+        // belongs to the media type, as the JSON value itself (validators reject it beside
+        // `content`).
+        let mut media = json!({ "schema": inner });
+        if let Some(x) = &p.example {
+            media["example"] = match x {
+                Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| x.clone()),
+                v => v.clone(),
+            };
+        }
+        o.insert("content".into(), json!({ "application/json": media }));
+        return Value::Object(o);
     } else {
         // description and example live on the parameter itself
         let mut schema = param_schema(p, true);
@@ -320,11 +333,7 @@ fn query_parameter(p: &ParamSpec) -> Value {
         o.insert("schema".into(), schema);
     }
     if let Some(x) = &p.example {
-        let x = match (p.ty, x) {
-            (ParamType::Object, v) if !v.is_string() => json!(v.to_string()),
-            (_, v) => v.clone(),
-        };
-        o.insert("example".into(), x);
+        o.insert("example".into(), x.clone());
     }
     Value::Object(o)
 }
@@ -420,6 +429,8 @@ fn payment_info(config: &Config, spec: &RouteSpec) -> Option<Value> {
         .map(|a| a.network.as_str())
         .collect();
     Some(json!({
+        // x402scan reads `pricingMode` beside `price` (docs/DISCOVERY.md there).
+        "pricingMode": "fixed",
         "price": { "mode": "fixed", "currency": "USD", "amount": price.usd },
         "protocols": [ { "x402": {
             "version": 2,
@@ -537,6 +548,9 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
     op.insert("responses".into(), Value::Object(responses));
     if let Some(info) = payment_info(&app.config, spec) {
         op.insert("x-payment-info".into(), info);
+        // Indexers read the payment as the operation's auth (x402scan: `security` +
+        // `components.securitySchemes`).
+        op.insert("security".into(), json!([{ SECURITY_SCHEME: [] }]));
     }
     Value::Object(op)
 }
@@ -609,8 +623,17 @@ pub fn openapi(app: &App) -> Value {
             "x-guidance": how_to_pay(config),
         },
         "servers": servers,
+        "x-discovery": { "llmsTxtUrl": format!("{}{LLMS_PATH}", origin(config)) },
         "paths": paths,
-        "components": { "schemas": {
+        "components": {
+          "securitySchemes": { SECURITY_SCHEME: {
+            "type": "apiKey",
+            "in": "header",
+            "name": "PAYMENT-SIGNATURE",
+            "description": "x402 v2: the base64 JSON payment payload signed for one offer of the \
+                route's 402 challenge (PAYMENT-REQUIRED header). No account, no key.",
+          } },
+          "schemas": {
             "Error": {
                 "type": "object",
                 "required": ["error", "message"],
@@ -897,6 +920,11 @@ pub fn llms_txt(app: &App) -> String {
     let _ = writeln!(
         t,
         "- [x402 resource list]({base}{WELL_KNOWN_PATH}): the paid endpoints (x402scan format)"
+    );
+    let _ = writeln!(
+        t,
+        "- [MCP server]({base}{}): every paid route as a paid MCP tool (streamable HTTP; x402 in `_meta[\"x402/payment\"]`), free `*_demo` tools",
+        crate::mcp::PATH
     );
     let _ = writeln!(
         t,

@@ -206,7 +206,7 @@ fn incoming(
 }
 
 /// Reads a body up to `cap` bytes; more is a 413 without reading the rest.
-async fn read_capped<S, B>(stream: S, cap: usize) -> Result<Bytes, Reply>
+pub async fn read_capped<S, B>(stream: S, cap: usize) -> Result<Bytes, Reply>
 where
     S: futures_util::Stream<Item = Result<B, warp::Error>> + Unpin,
     B: bytes::Buf,
@@ -244,6 +244,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
         .unwrap_or(64_000);
     let mut tree: BoxedFilter<(warp::reply::Response,)> = discovery::filter(app.clone());
     tree = tree.or(demo::filter(app.clone())).unify().boxed();
+    tree = tree.or(crate::mcp::filter(app.clone())).unify().boxed();
     for (i, entry) in app.routes.iter().enumerate() {
         let app2 = app.clone();
         let route_filter = exact_path(entry.spec.path.clone())

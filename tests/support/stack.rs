@@ -420,6 +420,16 @@ impl LocalStack {
         .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Runs tests/e2e/mcp.mjs (the official MCP TypeScript SDK client, paying with the official
+    /// x402 client) with `args`; its JSON line, or the error it printed.
+    pub async fn mcp_async(&self, args: &[&str]) -> Result<Value, String> {
+        let runner = self.runner.clone();
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        tokio::task::spawn_blocking(move || runner.run_script("mcp.mjs", &args))
+            .await
+            .expect("mcp.mjs runner thread panicked")
+    }
+
     /// Starts the official @x402/express seller against this stack, priced `price` (e.g. "$0.005").
     pub fn start_seller(&self, price: &str) -> Seller {
         let stdout_file = self.runner.scratch_file("seller.stdout");
@@ -567,10 +577,15 @@ impl NodeRunner {
 
     /// Runs `node pay.mjs --state <f> <args>`, bounded; returns its JSON line or the error it printed.
     fn run_pay(&self, args: &[String]) -> Result<Value, String> {
+        self.run_script("pay.mjs", args)
+    }
+
+    /// Runs `node <script> --state <f> --timeout-ms N <args>` (pay.mjs, mcp.mjs), bounded.
+    fn run_script(&self, script: &str, args: &[String]) -> Result<Value, String> {
         let out_file = self.scratch_file("pay.stdout");
         let err_file = self.scratch_file("pay.stderr");
         let mut child = Command::new(node_bin())
-            .arg(self.e2e_dir.join("pay.mjs"))
+            .arg(self.e2e_dir.join(script))
             .arg("--state")
             .arg(&self.state_file)
             .arg("--timeout-ms")
@@ -590,7 +605,7 @@ impl NodeRunner {
             if started.elapsed() > NODE_RUN_TIMEOUT {
                 stop_child(&mut child, Duration::from_secs(1));
                 return Err(format!(
-                    "pay.mjs {args:?} did not finish within {NODE_RUN_TIMEOUT:?}"
+                    "{script} {args:?} did not finish within {NODE_RUN_TIMEOUT:?}"
                 ));
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -604,12 +619,12 @@ impl NodeRunner {
         match parsed {
             Some(v) if status.success() => Ok(v),
             Some(v) => Err(format!(
-                "pay.mjs {args:?} failed: {}\n{}",
+                "{script} {args:?} failed: {}\n{}",
                 v["error"].as_str().unwrap_or("(no message)"),
                 v["stack"].as_str().unwrap_or("")
             )),
             None => Err(format!(
-                "pay.mjs {args:?} printed no JSON ({status}). stdout:\n{stdout}\nstderr:\n{}",
+                "{script} {args:?} printed no JSON ({status}). stdout:\n{stdout}\nstderr:\n{}",
                 read_lossy(&err_file)
             )),
         }
@@ -707,6 +722,7 @@ fn check_installed(e2e_dir: &Path) {
         "node_modules/@x402/core/package.json",
         "node_modules/@x402/evm/package.json",
         "node_modules/@x402/fetch/package.json",
+        "node_modules/@modelcontextprotocol/sdk/package.json",
         "node_modules/viem/package.json",
         "node_modules/solc/package.json",
         "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil",
