@@ -169,7 +169,7 @@ fn to_unicode(doc: &Document, font: &Dictionary) -> Option<CodeLookup> {
     let Object::Stream(stream) = get(doc, font, b"ToUnicode")? else {
         return None;
     };
-    let bytes = stream.get_plain_content_with_limit(MAX_CMAP_BYTES).ok()?;
+    let bytes = super::decode_stream(doc, stream, MAX_CMAP_BYTES).ok()?;
     let cmap = super::cmap::parse(&bytes)?;
     Some(Box::new(move |code, len| cmap.get(code, len)))
 }

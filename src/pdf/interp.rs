@@ -163,7 +163,7 @@ impl<'d> Interp<'d> {
                 let left = MAX_PAGE_CONTENT
                     .saturating_sub(out.len())
                     .min(self.content_left);
-                match s.get_plain_content_with_limit(left) {
+                match super::decode_stream(self.doc, s, left) {
                     Ok(bytes) if self.spend(bytes.len() + 1) => {
                         out.extend_from_slice(&bytes);
                         out.push(b'\n');
@@ -424,7 +424,7 @@ impl<'d> Interp<'d> {
             return Some(c.clone());
         }
         let limit = MAX_PAGE_CONTENT.min(self.content_left);
-        let content = match stream.get_plain_content_with_limit(limit) {
+        let content = match super::decode_stream(self.doc, stream, limit) {
             Ok(c) => Rc::new(c),
             Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded {
                 ..
