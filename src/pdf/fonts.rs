@@ -203,6 +203,67 @@ fn base_table(doc: &Document, name: Option<&[u8]>) -> Vec<Box<str>> {
         .collect()
 }
 
+/// Adobe's Symbol encoding, codes 0x20–0xFE (`\0`: no glyph); Greek capitals Delta and
+/// Omega as the letters (U+0394, U+03A9) rather than the increment and ohm signs.
+const SYMBOL: &str = " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_\0αβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…⏐⎯↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑⎛⎜⎝⎡⎢⎣⎧⎨⎩⎪\0〉∫⌠⎮⌡⎞⎟⎠⎤⎥⎦⎫⎬⎭";
+
+/// The encoding a simple font brings itself when the PDF names none: Symbol's for the
+/// standard Symbol font, the `dup <code> /<glyph> put` entries of an embedded Type1 program's
+/// clear-text part (pdfTeX writes no /Encoding for Computer Modern: CMMI's code 11 is alpha).
+fn builtin_table(
+    doc: &Document,
+    font: &Dictionary,
+    names: &mut HashMap<Vec<u8>, Box<str>>,
+) -> Option<Vec<Box<str>>> {
+    let fd = get(doc, font, b"FontDescriptor").and_then(|o| o.as_dict().ok());
+    let file = fd.and_then(|fd| get(doc, fd, b"FontFile"));
+    if let Some(Object::Stream(file)) = file {
+        let data = super::decode_stream(doc, file, MAX_FONT_BYTES).ok()?;
+        let clear_len = get(doc, &file.dict, b"Length1")
+            .and_then(|o| o.as_i64().ok())
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(data.len())
+            .min(data.len());
+        let clear = &data[..clear_len];
+        let clear = match clear.windows(5).position(|w| w == b"eexec") {
+            Some(i) => &clear[..i],
+            None => clear,
+        };
+        let toks: Vec<&[u8]> = clear
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+            .take(1 << 16)
+            .collect();
+        let mut table = base_table(doc, None);
+        let mut found = false;
+        for w in toks.windows(4) {
+            if w[0] == b"dup" && w[3] == b"put" && w[2].starts_with(b"/") {
+                let code = std::str::from_utf8(w[1])
+                    .ok()
+                    .and_then(|c| c.parse::<u8>().ok());
+                if let Some(code) = code {
+                    table[code as usize] = glyph_list_text(doc, &w[2][1..], names);
+                    found = true;
+                }
+            }
+        }
+        return found.then_some(table);
+    }
+    let base = get(doc, font, b"BaseFont").and_then(|o| o.as_name().ok())?;
+    // A subset tag ("ABCDEF+Symbol") and style suffixes do not change the encoding.
+    let base = base.splitn(2, |&c| c == b'+').last().unwrap_or(base);
+    if base.starts_with(b"Symbol") {
+        let mut table: Vec<Box<str>> = vec!["".into(); 256];
+        for (i, c) in SYMBOL.chars().enumerate() {
+            if c != '\0' {
+                table[0x20 + i] = c.to_string().into();
+            }
+        }
+        return Some(table);
+    }
+    None
+}
+
 /// The ToUnicode CMap of a font, as a code → UTF-16 lookup. Read by `super::cmap`, not lopdf's
 /// CMap parser, which expands every range code by code (issue 21).
 fn to_unicode(doc: &Document, font: &Dictionary) -> Option<CodeLookup> {
@@ -249,7 +310,12 @@ impl Font {
             ) => Some(n),
             _ => None,
         };
-        let mut table = base_table(doc, base_name);
+        let mut table = match base_name {
+            Some(_) => base_table(doc, base_name),
+            // No base encoding named: the font's own (issue 15: Symbol and TeX maths fonts
+            // came out as Latin letters through StandardEncoding).
+            None => builtin_table(doc, font, names).unwrap_or_else(|| base_table(doc, None)),
+        };
         if let Some(diffs) = diffs {
             let mut code: i64 = 0;
             for o in diffs.iter().take(4096) {
@@ -655,7 +721,17 @@ fn cid_to_gid(doc: &Document, desc: &Dictionary) -> Option<Vec<u16>> {
 
 #[cfg(test)]
 mod tests {
-    use super::glyph_name_text;
+    use super::{glyph_name_text, SYMBOL};
+
+    #[test]
+    fn the_symbol_table_covers_its_codes() {
+        let t: Vec<char> = SYMBOL.chars().collect();
+        assert_eq!(t.len(), 0xFF - 0x20);
+        assert_eq!(t[b'a' as usize - 0x20], 'α');
+        assert_eq!(t[0xBB - 0x20], '≈');
+        assert_eq!(t[0xF2 - 0x20], '∫');
+        assert_eq!(t[0xFE - 0x20], '⎭');
+    }
 
     #[test]
     fn glyph_names_that_spell_their_text() {
