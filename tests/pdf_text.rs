@@ -135,7 +135,11 @@ fn every_failure_mode_file_reads_like_its_known_text() {
             ));
         }
     }
-    assert!(names.len() >= 8, "modes corpus missing: {} files", names.len());
+    assert!(
+        names.len() >= 8,
+        "modes corpus missing: {} files",
+        names.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

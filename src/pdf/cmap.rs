@@ -364,10 +364,7 @@ pub fn parse_cmap(stream: &[u8]) -> Parsed {
             }
             Tok::Word(w @ (b"begincidchar" | b"begincidrange")) => {
                 let range = w == b"begincidrange";
-                loop {
-                    let Some(Tok::Hex(lo)) = toks.next() else {
-                        break;
-                    };
+                while let Some(Tok::Hex(lo)) = toks.next() {
                     let hi = if range {
                         match toks.next() {
                             Some(Tok::Hex(h)) => h,
