@@ -99,6 +99,50 @@ fn every_corpus_file_has_word_recall_of_at_least_0_99_and_reads_in_order() {
     assert!(seen >= 10, "corpus missing: {seen} files");
 }
 
+/// Issue 15's failure modes, one generated file each (scripts/pdf-modes.py): every file reads
+/// like its known text (all files are checked before failing, so one run shows every gap).
+#[test]
+fn every_failure_mode_file_reads_like_its_known_text() {
+    let dir = fixtures().join("modes");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixtures/pdf/modes (scripts/pdf-modes.py)")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pdf"))
+        .collect();
+    names.sort();
+    let mut failures = Vec::new();
+    for path in &names {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let known = std::fs::read_to_string(path.with_extension("txt")).expect("known text");
+        let got = match extract(&std::fs::read(path).unwrap(), &all()) {
+            Ok(d) => d
+                .pages
+                .into_iter()
+                .map(|p| p.text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(e) => {
+                failures.push(format!("{name}: {} ({e})", e.code()));
+                continue;
+            }
+        };
+        let (kw, gw) = (words(&known), words(&got));
+        let (r, p, o) = (recall(&kw, &gw), recall(&gw, &kw), order(&kw, &gw));
+        if r < 0.99 || p < 0.99 || o < 0.98 {
+            failures.push(format!(
+                "{name}: recall {r:.3} precision {p:.3} order {o:.3}\n--- got:\n{got}\n--- known:\n{known}"
+            ));
+        }
+    }
+    assert!(
+        names.len() >= 8,
+        "modes corpus missing: {} files",
+        names.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn two_column_pages_read_column_by_column() {
     let known = std::fs::read_to_string(fixtures().join("corpus/two-column.txt")).unwrap();

@@ -106,13 +106,34 @@ pub struct ToUnicode {
 }
 
 impl ToUnicode {
-    /// The UTF-16 text of `code` read as `len` bytes (1 or 2).
+    /// The UTF-16 text of `code` read as `len` bytes (1 or 2). A code the map has only at the
+    /// other length is found by its value, as poppler and pdf.js do: producers write
+    /// `<41>` entries for two-byte Identity-H fonts and `<0041>` entries for simple fonts
+    /// (issue 15: a whole document's glyphs were dropped for that).
     pub fn get(&self, code: u32, len: u8) -> Option<Vec<u16>> {
-        match len {
-            1 => self.one.get(code),
-            2 => self.two.get(code),
-            _ => None,
-        }
+        let (exact, other) = match len {
+            1 => (&self.one, &self.two),
+            2 => (&self.two, &self.one),
+            _ => return None,
+        };
+        exact.get(code).or_else(|| {
+            if len == 2 && code > 0xFF {
+                None
+            } else {
+                other.get(code)
+            }
+        })
+    }
+
+    /// No entry at all.
+    pub fn is_empty(&self) -> bool {
+        self.one.runs.is_empty() && self.two.runs.is_empty()
+    }
+
+    /// A CID map's CID for `code` (its one-unit target).
+    pub fn cid(&self, code: u32, len: u8) -> Option<u32> {
+        let t = if len == 1 { &self.one } else { &self.two };
+        t.get(code).and_then(|u| u.first().copied()).map(u32::from)
     }
 
     fn put(&mut self, lo: u32, hi: u32, len: u8, target: Target) {
@@ -246,17 +267,131 @@ fn target(h: &[u8]) -> Vec<u16> {
         .collect()
 }
 
+/// A code space range: codes of `len` bytes whose every byte lies within `lo..=hi`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Space {
+    pub len: u8,
+    lo: [u8; 4],
+    hi: [u8; 4],
+}
+
+impl Space {
+    /// A range over `len`-byte codes from `lo` to `hi` (one byte each).
+    pub const fn new(len: u8, lo: [u8; 4], hi: [u8; 4]) -> Space {
+        Space { len, lo, hi }
+    }
+
+    fn matches(&self, b: &[u8]) -> bool {
+        b.len() == self.len as usize
+            && b.iter()
+                .enumerate()
+                .all(|(i, &c)| self.lo[i] <= c && c <= self.hi[i])
+    }
+}
+
+/// The first character code of `b` by the code space ranges (PDF 32000 9.7.6.2): the shortest
+/// prefix inside a range; when none is, as many bytes as the shortest range whose first byte
+/// fits, else one. Returns (code, bytes used); `b` must not be empty.
+pub fn next_code(spaces: &[Space], b: &[u8]) -> (u32, usize) {
+    let fold = |n: usize| b[..n].iter().fold(0u32, |a, &c| (a << 8) | c as u32);
+    for n in 1..=b.len().min(4) {
+        if spaces.iter().any(|s| s.matches(&b[..n])) {
+            return (fold(n), n);
+        }
+    }
+    let n = spaces
+        .iter()
+        .filter(|s| s.lo[0] <= b[0] && b[0] <= s.hi[0])
+        .map(|s| s.len as usize)
+        .min()
+        .unwrap_or(1)
+        .clamp(1, b.len().min(4));
+    (fold(n), n)
+}
+
+/// Everything the text layer reads from a CMap: `bfchar`/`bfrange` (ToUnicode), `cidchar`/
+/// `cidrange` (an embedded Encoding CMap: code → CID, kept as one-unit targets), the code space
+/// ranges and the name given to `usecmap`.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub text: ToUnicode,
+    pub cids: ToUnicode,
+    pub spaces: Vec<Space>,
+    pub usecmap: Option<Vec<u8>>,
+}
+
+/// Code space ranges kept from one CMap.
+const MAX_SPACES: usize = 64;
+
 /// Reads a ToUnicode CMap stream (already decompressed). Never fails: what cannot be read is
 /// skipped; an empty map is None.
 pub fn parse(stream: &[u8]) -> Option<ToUnicode> {
-    let mut cmap = ToUnicode::default();
+    let p = parse_cmap(stream);
+    (!p.text.is_empty()).then_some(p.text)
+}
+
+/// Reads any CMap stream (ToUnicode or an embedded Encoding), leniently.
+pub fn parse_cmap(stream: &[u8]) -> Parsed {
+    let mut out = Parsed::default();
+    let mut text = ToUnicode::default();
+    let cmap = &mut text;
     let mut entries = 0usize;
+    let mut last_name: Option<&[u8]> = None;
     let mut toks = Lexer { b: stream, i: 0 }.peekable();
     while let Some(t) = toks.next() {
         if entries >= MAX_ENTRIES {
             break;
         }
         match t {
+            Tok::Word(w) if w.starts_with(b"/") => last_name = Some(&w[1..]),
+            Tok::Word(b"usecmap") => out.usecmap = last_name.map(|n| n.to_vec()),
+            Tok::Word(b"begincodespacerange") => {
+                while let (Some(Tok::Hex(lo)), Some(Tok::Hex(hi))) = (toks.next(), toks.next()) {
+                    let (lo, hi) = (hex_bytes(lo), hex_bytes(hi));
+                    if (1..=4).contains(&lo.len())
+                        && lo.len() == hi.len()
+                        && out.spaces.len() < MAX_SPACES
+                    {
+                        let mut s = Space::new(lo.len() as u8, [0; 4], [0; 4]);
+                        s.lo[..lo.len()].copy_from_slice(&lo);
+                        s.hi[..hi.len()].copy_from_slice(&hi);
+                        out.spaces.push(s);
+                    }
+                    if !matches!(toks.peek(), Some(Tok::Hex(_))) {
+                        break;
+                    }
+                }
+            }
+            Tok::Word(w @ (b"begincidchar" | b"begincidrange")) => {
+                let range = w == b"begincidrange";
+                while let Some(Tok::Hex(lo)) = toks.next() {
+                    let hi = if range {
+                        match toks.next() {
+                            Some(Tok::Hex(h)) => h,
+                            _ => break,
+                        }
+                    } else {
+                        lo
+                    };
+                    let Some(Tok::Word(cid)) = toks.next() else {
+                        break;
+                    };
+                    entries += 1;
+                    let cid = std::str::from_utf8(cid)
+                        .ok()
+                        .and_then(|c| c.parse::<u16>().ok());
+                    if let (Some(cid), Some((lo, len)), Some((hi, hi_len))) =
+                        (cid, source(lo), source(hi))
+                    {
+                        if len == hi_len && lo <= hi {
+                            out.cids.put(lo, hi, len, Target::Unit(cid));
+                        }
+                    }
+                    if entries >= MAX_ENTRIES || !matches!(toks.peek(), Some(Tok::Hex(_))) {
+                        break;
+                    }
+                }
+            }
             Tok::Word(b"beginbfchar") => {
                 while let (Some(Tok::Hex(src)), Some(Tok::Hex(dst))) = (toks.next(), toks.next()) {
                     entries += 1;
@@ -289,7 +424,7 @@ pub fn parse(stream: &[u8]) -> Option<ToUnicode> {
                                     _ => break,
                                 }
                             }
-                            put_array(&mut cmap, lo, hi, arr);
+                            put_array(cmap, lo, hi, arr);
                             None
                         }
                         _ => break,
@@ -314,10 +449,12 @@ pub fn parse(stream: &[u8]) -> Option<ToUnicode> {
             _ => {}
         }
     }
-    cmap.one.seal(8);
-    cmap.two.seal(16);
-    let empty = cmap.one.runs.is_empty() && cmap.two.runs.is_empty();
-    (!empty).then_some(cmap)
+    out.text = text;
+    for t in [&mut out.text, &mut out.cids] {
+        t.one.seal(8);
+        t.two.seal(16);
+    }
+    out
 }
 
 fn put_array(cmap: &mut ToUnicode, lo: &[u8], hi: &[u8], arr: Vec<Vec<u16>>) {
@@ -352,7 +489,11 @@ mod tests {
         assert_eq!(c.get(0x25, 2), Some(vec![0x42]));
         assert_eq!(c.get(0x31, 2), Some(vec![0xD835, 0xDC00]));
         assert_eq!(c.get(0x27, 2), None);
-        assert_eq!(c.get(0x25, 1), None, "one-byte codes are a different map");
+        // A one-byte lookup finds the two-byte entry of the same value (poppler does so).
+        assert_eq!(c.get(0x25, 1), Some(vec![0x42]));
+        let one = parse(b"1 beginbfchar <41> <0391> endbfchar").unwrap();
+        assert_eq!(one.get(0x41, 2), Some(vec![0x391]));
+        assert_eq!(one.get(0x141, 2), None);
     }
 
     #[test]
@@ -371,6 +512,27 @@ mod tests {
     }
 
     #[test]
+    fn codespace_ranges_split_mixed_length_codes() {
+        let p = parse_cmap(
+            b"/Base usecmap 2 begincodespacerange <00> <7F> <8000> <FFFF> endcodespacerange \
+              1 begincidrange <8001> <8005> 300 endcidrange 1 begincidchar <41> 7 endcidchar",
+        );
+        assert_eq!(p.usecmap.as_deref(), Some(&b"Base"[..]));
+        assert_eq!(p.spaces.len(), 2);
+        let b = [0x41, 0x80, 0x02, 0x42, 0x90];
+        assert_eq!(next_code(&p.spaces, &b), (0x41, 1));
+        assert_eq!(next_code(&p.spaces, &b[1..]), (0x8002, 2));
+        assert_eq!(
+            next_code(&p.spaces, &b[4..]),
+            (0x90, 1),
+            "a cut code is one byte"
+        );
+        assert_eq!(p.cids.cid(0x8002, 2), Some(301));
+        assert_eq!(p.cids.cid(0x41, 1), Some(7));
+        assert_eq!(next_code(&[], &[0xAB, 0xCD]), (0xAB, 1));
+    }
+
+    #[test]
     fn garbage_does_not_panic() {
         for s in [
             "",
@@ -381,8 +543,13 @@ mod tests {
             "beginbfrange <00> <0100> <0041>",
             "(unclosed beginbfchar <01> <41>",
             "beginbfchar <> <>",
+            "begincodespacerange <> <FF> <0000000000> <00> endcodespacerange",
+            "begincidrange <00> <FF> 99999999999 <00> <FF> 1 endcidrange begincidchar <00>",
+            "usecmap /X usecmap",
         ] {
             let _ = parse(s.as_bytes());
+            let p = parse_cmap(s.as_bytes());
+            let _ = next_code(&p.spaces, &[0xFF, 0, 0, 0, 0]);
         }
     }
 }

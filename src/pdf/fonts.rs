@@ -18,6 +18,8 @@ const GLYPH_SCALE: f32 = 0.001;
 const MAX_WIDTH_ENTRIES: usize = 70_000;
 /// Upper bound on the decompressed size of a ToUnicode CMap.
 const MAX_CMAP_BYTES: usize = 4 << 20;
+/// Upper bound on the decompressed size of an embedded TrueType read for its cmap.
+const MAX_FONT_BYTES: usize = 16 << 20;
 
 type CodeLookup = Box<dyn Fn(u32, u8) -> Option<Vec<u16>>>;
 
@@ -31,9 +33,47 @@ pub struct Font {
     cid_widths: HashMap<u32, f32>,
     default_width: f32,
     to_unicode: Option<CodeLookup>,
-    /// Composite font whose codes are UCS-2 / UTF-16 code units.
-    codes_are_unicode: bool,
+    /// Composite fonts: how a shown string is cut into codes, and what else tells their text
+    /// when the ToUnicode CMap does not.
+    cid: CidCoding,
     cid_cache: HashMap<u32, Box<str>>,
+}
+
+/// How a composite font's codes are cut and read (issue 15: only Identity-H's fixed two bytes
+/// and a ToUnicode stream were read; ToUnicode names, embedded CMaps with one- and two-byte
+/// codes and the predefined CJK CMaps dropped every glyph).
+#[derive(Default)]
+struct CidCoding {
+    split: Split,
+    /// Code → CID of an embedded Encoding CMap (its `cidrange`s, then its `usecmap` parents'
+    /// ones); empty: the code is the CID (Identity-H/V, and what we cannot tell).
+    cids: Vec<super::cmap::ToUnicode>,
+    /// The bytes of a code are text in a legacy CJK charset (Shift-JIS, GBK, Big5, UHC…).
+    charset: Option<&'static encoding_rs::Encoding>,
+    /// Codes are UCS-2 / UTF-16 code units (Uni…-UCS2/UTF16 CMaps).
+    codes_are_unicode: bool,
+    /// GID → text from the embedded TrueType's own cmap, with the CIDToGIDMap (None: identity).
+    gid_text: Option<HashMap<u16, char>>,
+    cid_to_gid: Option<Vec<u16>>,
+    /// Adobe-Identity / Adobe-UCS collection: a CID no map tells is taken as the character
+    /// itself, as poppler does.
+    identity_text: bool,
+    /// Default advance of one-byte codes in charset CMaps (half-width).
+    half_width: bool,
+}
+
+#[derive(Default)]
+enum Split {
+    #[default]
+    Two,
+    /// By the embedded CMap's code space ranges.
+    Spaces(Vec<super::cmap::Space>),
+    /// Legacy double-byte charsets: a lead byte starts a two-byte code (Shift-JIS: 0x81–0x9F
+    /// and 0xE0–0xFC, its half-width katakana are one byte; the EUC family, GBK, Big5, UHC:
+    /// 0x81–0xFE).
+    Lead { sjis: bool },
+    /// UTF-16: two bytes, or four for a surrogate pair.
+    Utf16,
 }
 
 fn deref<'a>(doc: &'a Document, obj: &'a Object) -> &'a Object {
@@ -163,13 +203,74 @@ fn base_table(doc: &Document, name: Option<&[u8]>) -> Vec<Box<str>> {
         .collect()
 }
 
+/// Adobe's Symbol encoding, codes 0x20–0xFE (`\0`: no glyph); Greek capitals Delta and
+/// Omega as the letters (U+0394, U+03A9) rather than the increment and ohm signs.
+const SYMBOL: &str = " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_\0αβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…⏐⎯↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑⎛⎜⎝⎡⎢⎣⎧⎨⎩⎪\0〉∫⌠⎮⌡⎞⎟⎠⎤⎥⎦⎫⎬⎭";
+
+/// The encoding a simple font brings itself when the PDF names none: Symbol's for the
+/// standard Symbol font, the `dup <code> /<glyph> put` entries of an embedded Type1 program's
+/// clear-text part (pdfTeX writes no /Encoding for Computer Modern: CMMI's code 11 is alpha).
+fn builtin_table(
+    doc: &Document,
+    font: &Dictionary,
+    names: &mut HashMap<Vec<u8>, Box<str>>,
+) -> Option<Vec<Box<str>>> {
+    let fd = get(doc, font, b"FontDescriptor").and_then(|o| o.as_dict().ok());
+    let file = fd.and_then(|fd| get(doc, fd, b"FontFile"));
+    if let Some(Object::Stream(file)) = file {
+        let data = super::decode_stream(doc, file, MAX_FONT_BYTES).ok()?;
+        let clear_len = get(doc, &file.dict, b"Length1")
+            .and_then(|o| o.as_i64().ok())
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(data.len())
+            .min(data.len());
+        let clear = &data[..clear_len];
+        let clear = match clear.windows(5).position(|w| w == b"eexec") {
+            Some(i) => &clear[..i],
+            None => clear,
+        };
+        let toks: Vec<&[u8]> = clear
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+            .take(1 << 16)
+            .collect();
+        let mut table = base_table(doc, None);
+        let mut found = false;
+        for w in toks.windows(4) {
+            if w[0] == b"dup" && w[3] == b"put" && w[2].starts_with(b"/") {
+                let code = std::str::from_utf8(w[1])
+                    .ok()
+                    .and_then(|c| c.parse::<u8>().ok());
+                if let Some(code) = code {
+                    table[code as usize] = glyph_list_text(doc, &w[2][1..], names);
+                    found = true;
+                }
+            }
+        }
+        return found.then_some(table);
+    }
+    let base = get(doc, font, b"BaseFont").and_then(|o| o.as_name().ok())?;
+    // A subset tag ("ABCDEF+Symbol") and style suffixes do not change the encoding.
+    let base = base.splitn(2, |&c| c == b'+').last().unwrap_or(base);
+    if base.starts_with(b"Symbol") {
+        let mut table: Vec<Box<str>> = vec!["".into(); 256];
+        for (i, c) in SYMBOL.chars().enumerate() {
+            if c != '\0' {
+                table[0x20 + i] = c.to_string().into();
+            }
+        }
+        return Some(table);
+    }
+    None
+}
+
 /// The ToUnicode CMap of a font, as a code → UTF-16 lookup. Read by `super::cmap`, not lopdf's
 /// CMap parser, which expands every range code by code (issue 21).
 fn to_unicode(doc: &Document, font: &Dictionary) -> Option<CodeLookup> {
     let Object::Stream(stream) = get(doc, font, b"ToUnicode")? else {
         return None;
     };
-    let bytes = stream.get_plain_content_with_limit(MAX_CMAP_BYTES).ok()?;
+    let bytes = super::decode_stream(doc, stream, MAX_CMAP_BYTES).ok()?;
     let cmap = super::cmap::parse(&bytes)?;
     Some(Box::new(move |code, len| cmap.get(code, len)))
 }
@@ -209,7 +310,12 @@ impl Font {
             ) => Some(n),
             _ => None,
         };
-        let mut table = base_table(doc, base_name);
+        let mut table = match base_name {
+            Some(_) => base_table(doc, base_name),
+            // No base encoding named: the font's own (issue 15: Symbol and TeX maths fonts
+            // came out as Latin letters through StandardEncoding).
+            None => builtin_table(doc, font, names).unwrap_or_else(|| base_table(doc, None)),
+        };
         if let Some(diffs) = diffs {
             let mut code: i64 = 0;
             for o in diffs.iter().take(4096) {
@@ -290,17 +396,12 @@ impl Font {
             cid_widths: HashMap::new(),
             default_width: 0.5,
             to_unicode: None,
-            codes_are_unicode: false,
+            cid: CidCoding::default(),
             cid_cache: HashMap::new(),
         }
     }
 
     fn load_composite(doc: &Document, font: &Dictionary) -> Font {
-        let enc_name = get(doc, font, b"Encoding")
-            .and_then(|o| o.as_name().ok())
-            .unwrap_or(b"Identity-H");
-        let codes_are_unicode =
-            enc_name.windows(4).any(|w| w == b"UCS2") || enc_name.windows(5).any(|w| w == b"UTF16");
         let desc = get(doc, font, b"DescendantFonts")
             .and_then(|o| o.as_array().ok())
             .and_then(|a| a.first())
@@ -352,14 +453,37 @@ impl Font {
                 }
             }
         }
+        let to_unicode = to_unicode(doc, font);
+        let mut cid = CidCoding::default();
+        match get(doc, font, b"Encoding") {
+            Some(Object::Name(n)) => predefined(n, &mut cid),
+            Some(Object::Stream(s)) => embedded_cmap(doc, s, &mut cid, 0),
+            _ => {}
+        }
+        if let Some(d) = desc {
+            let ordering = get(doc, d, b"CIDSystemInfo")
+                .and_then(|o| o.as_dict().ok())
+                .and_then(|i| get(doc, i, b"Ordering"))
+                .and_then(|o| o.as_str().ok())
+                .unwrap_or(b"Identity");
+            cid.identity_text = matches!(ordering, b"Identity" | b"UCS");
+            // Without a ToUnicode stream, the embedded TrueType's cmap tells what its glyphs
+            // are (pdftotext reads such lines as the glyph ids themselves).
+            if to_unicode.is_none() && cid.charset.is_none() && !cid.codes_are_unicode {
+                cid.gid_text = truetype_gid_text(doc, d);
+                if cid.gid_text.is_some() {
+                    cid.cid_to_gid = cid_to_gid(doc, d);
+                }
+            }
+        }
         Font {
             two_byte: true,
             simple_text: Vec::new(),
             simple_widths: Vec::new(),
             cid_widths,
             default_width,
-            to_unicode: to_unicode(doc, font),
-            codes_are_unicode,
+            to_unicode,
+            cid,
             cid_cache: HashMap::new(),
         }
     }
@@ -376,44 +500,238 @@ impl Font {
             }
             return;
         }
-        for pair in bytes.chunks(2) {
-            let code = if pair.len() == 2 {
-                (pair[0] as u32) << 8 | pair[1] as u32
-            } else {
-                pair[0] as u32
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (code, n) = match &self.cid.split {
+                Split::Two => (fold(&rest[..rest.len().min(2)]), rest.len().min(2)),
+                Split::Spaces(spaces) => super::cmap::next_code(spaces, rest),
+                Split::Lead { sjis } => {
+                    let b = rest[0];
+                    let lead = if *sjis {
+                        matches!(b, 0x81..=0x9F | 0xE0..=0xFC)
+                    } else {
+                        b >= 0x81 && b != 0xFF
+                    };
+                    let n = if lead { 2 } else { 1 };
+                    let n = n.min(rest.len());
+                    (fold(&rest[..n]), n)
+                }
+                Split::Utf16 => {
+                    let n = if (0xD8..=0xDB).contains(&rest[0]) {
+                        4
+                    } else {
+                        2
+                    };
+                    let n = n.min(rest.len());
+                    (fold(&rest[..n]), n)
+                }
             };
-            let width = self
-                .cid_widths
-                .get(&code)
-                .copied()
-                .unwrap_or(self.default_width);
-            if !self.cid_cache.contains_key(&code) {
-                let text: String = if let Some(tu) = &self.to_unicode {
-                    tu(code, 2)
-                        .map(|u| String::from_utf16_lossy(&u))
-                        .filter(|s| s != "\u{FFFD}")
-                        .unwrap_or_default()
-                } else if self.codes_are_unicode {
-                    char::from_u32(code).map(String::from).unwrap_or_default()
-                } else {
-                    String::new()
-                };
+            let raw = &rest[..n];
+            rest = &rest[n..];
+            let cid = if self.cid.cids.is_empty() {
+                code
+            } else {
+                let mut maps = self.cid.cids.iter();
+                maps.find_map(|m| m.cid(code, n as u8)).unwrap_or(0)
+            };
+            let width =
+                self.cid_widths
+                    .get(&cid)
+                    .copied()
+                    .unwrap_or(if self.cid.half_width && n == 1 {
+                        self.default_width / 2.0
+                    } else {
+                        self.default_width
+                    });
+            // Codes of different lengths with the same value are different codes.
+            let key = code | ((n as u32) << 29);
+            if !self.cid_cache.contains_key(&key) {
+                let text = self.code_text(code, n, raw, cid);
                 if self.cid_cache.len() < 70_000 {
-                    self.cid_cache.insert(code, text.into());
+                    self.cid_cache.insert(key, text.into());
                 } else {
                     f(code, &text, width);
                     continue;
                 }
             }
-            let text = self.cid_cache.get(&code).map(|s| &**s).unwrap_or("");
+            let text = self.cid_cache.get(&key).map(|s| &**s).unwrap_or("");
             f(code, text, width);
         }
     }
+
+    /// The text of one composite code: the ToUnicode CMap, else what the encoding tells (a
+    /// legacy charset, UCS-2/UTF-16 codes), else the embedded TrueType's cmap, else for the
+    /// Identity collection the CID itself.
+    fn code_text(&self, code: u32, n: usize, raw: &[u8], cid: u32) -> String {
+        let clean = |s: String| -> String {
+            if s == "\u{FFFD}" || s.chars().all(|c| c.is_control()) {
+                String::new()
+            } else {
+                s
+            }
+        };
+        if let Some(tu) = &self.to_unicode {
+            if let Some(u) = tu(code, n.min(2) as u8) {
+                let t = clean(String::from_utf16_lossy(&u));
+                if !t.is_empty() {
+                    return t;
+                }
+            }
+        }
+        if let Some(cs) = self.cid.charset {
+            let (t, bad) = cs.decode_without_bom_handling(raw);
+            return if bad {
+                String::new()
+            } else {
+                clean(t.into_owned())
+            };
+        }
+        if self.cid.codes_are_unicode {
+            let units: Vec<u16> = raw
+                .chunks(2)
+                .map(|p| ((p[0] as u16) << 8) | p.get(1).copied().unwrap_or(0) as u16)
+                .collect();
+            return clean(String::from_utf16_lossy(&units));
+        }
+        if let Some(map) = &self.cid.gid_text {
+            let gid = match &self.cid.cid_to_gid {
+                Some(t) => t.get(cid as usize).copied(),
+                None => u16::try_from(cid).ok(),
+            };
+            if let Some(c) = gid.and_then(|g| map.get(&g)) {
+                return clean(c.to_string());
+            }
+        }
+        if self.cid.identity_text && self.to_unicode.is_none() {
+            return char::from_u32(cid)
+                .map(|c| clean(c.to_string()))
+                .unwrap_or_default();
+        }
+        String::new()
+    }
+}
+
+fn fold(b: &[u8]) -> u32 {
+    b.iter().fold(0u32, |a, &c| (a << 8) | c as u32)
+}
+
+/// What a predefined CMap name tells (PDF 32000 table 118): the code lengths and, for the
+/// legacy CJK charsets, the charset that turns a code's bytes into text without the CID
+/// tables (which poppler needs poppler-data for).
+fn predefined(name: &[u8], cid: &mut CidCoding) {
+    let has = |s: &[u8]| name.windows(s.len()).any(|w| w == s);
+    let charset = |enc: &'static encoding_rs::Encoding, cid: &mut CidCoding| {
+        cid.charset = Some(enc);
+        cid.split = Split::Lead {
+            sjis: enc == encoding_rs::SHIFT_JIS,
+        };
+        cid.half_width = true;
+    };
+    if has(b"UCS2") {
+        cid.codes_are_unicode = true;
+    } else if has(b"UTF16") {
+        cid.codes_are_unicode = true;
+        cid.split = Split::Utf16;
+    } else if has(b"RKSJ") {
+        charset(encoding_rs::SHIFT_JIS, cid);
+    } else if has(b"GBK2K") {
+        // GB 18030 has four-byte codes too; two-byte GBK is what these fonts show.
+        charset(encoding_rs::GB18030, cid);
+    } else if has(b"GB") && has(b"EUC") || has(b"GBK") {
+        charset(encoding_rs::GBK, cid);
+    } else if has(b"B5") {
+        charset(encoding_rs::BIG5, cid);
+    } else if has(b"KSC") || has(b"UHC") {
+        charset(encoding_rs::EUC_KR, cid);
+    } else if name.starts_with(b"EUC-") {
+        charset(encoding_rs::EUC_JP, cid);
+    }
+}
+
+/// An embedded Encoding CMap: its code space ranges and code → CID map, with the parent named
+/// by the stream's /UseCMap (a stream, read up to 4 levels, or a predefined name) under it.
+fn embedded_cmap(doc: &Document, s: &lopdf::Stream, cid: &mut CidCoding, depth: usize) {
+    if depth > 4 {
+        return;
+    }
+    if let Some(parent) = s.dict.get(b"UseCMap").ok().map(|o| deref(doc, o)) {
+        match parent {
+            Object::Stream(p) => embedded_cmap(doc, p, cid, depth + 1),
+            Object::Name(n) => predefined(n, cid),
+            _ => {}
+        }
+    }
+    let Ok(bytes) = super::decode_stream(doc, s, MAX_CMAP_BYTES) else {
+        return;
+    };
+    let p = super::cmap::parse_cmap(&bytes);
+    if p.usecmap.is_some() && s.dict.get(b"UseCMap").is_err() {
+        if let Some(n) = &p.usecmap {
+            predefined(n, cid);
+        }
+    }
+    if !p.spaces.is_empty() {
+        let mut spaces = match std::mem::take(&mut cid.split) {
+            Split::Spaces(v) => v,
+            _ => Vec::new(),
+        };
+        spaces.extend(p.spaces);
+        cid.split = Split::Spaces(spaces);
+    }
+    if !p.cids.is_empty() {
+        // Parents were read first: the child's map goes in front, so it wins.
+        cid.cids.insert(0, p.cids);
+    }
+}
+
+/// GID → character from the CID font's embedded TrueType (`/FontFile2`), by its Unicode cmap
+/// subtables (ttf-parser; bounded by the font size and Unicode's range).
+fn truetype_gid_text(doc: &Document, desc: &Dictionary) -> Option<HashMap<u16, char>> {
+    let fd = get(doc, desc, b"FontDescriptor")?.as_dict().ok()?;
+    let Object::Stream(file) = get(doc, fd, b"FontFile2")? else {
+        return None;
+    };
+    let data = super::decode_stream(doc, file, MAX_FONT_BYTES).ok()?;
+    let face = ttf_parser::Face::parse(&data, 0).ok()?;
+    let cmap = face.tables().cmap?;
+    let mut map = HashMap::new();
+    for sub in cmap.subtables.into_iter().filter(|s| s.is_unicode()) {
+        sub.codepoints(|cp| {
+            if let (Some(g), Some(c)) = (sub.glyph_index(cp), char::from_u32(cp)) {
+                // The first (lowest) character of a glyph wins, over aliases further up.
+                map.entry(g.0).or_insert(c);
+            }
+        });
+    }
+    (!map.is_empty()).then_some(map)
+}
+
+/// The CID font's `/CIDToGIDMap` stream (two bytes per CID); None for /Identity or none.
+fn cid_to_gid(doc: &Document, desc: &Dictionary) -> Option<Vec<u16>> {
+    let Object::Stream(s) = get(doc, desc, b"CIDToGIDMap")? else {
+        return None;
+    };
+    let b = super::decode_stream(doc, s, 2 << 16).ok()?;
+    Some(
+        b.chunks_exact(2)
+            .map(|p| u16::from_be_bytes([p[0], p[1]]))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::glyph_name_text;
+    use super::{glyph_name_text, SYMBOL};
+
+    #[test]
+    fn the_symbol_table_covers_its_codes() {
+        let t: Vec<char> = SYMBOL.chars().collect();
+        assert_eq!(t.len(), 0xFF - 0x20);
+        assert_eq!(t[b'a' as usize - 0x20], 'α');
+        assert_eq!(t[0xBB - 0x20], '≈');
+        assert_eq!(t[0xF2 - 0x20], '∫');
+        assert_eq!(t[0xFE - 0x20], '⎭');
+    }
 
     #[test]
     fn glyph_names_that_spell_their_text() {

@@ -20,6 +20,8 @@ use super::layout::SpanBuilder;
 const MAX_STATE_STACK: usize = 256;
 const MAX_FORM_DEPTH: usize = 8;
 const MAX_PAGE_CONTENT: usize = 32 << 20;
+/// Annotations read per page.
+const MAX_ANNOTS: usize = 4096;
 
 type M = [f32; 6];
 const ID: M = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
@@ -163,7 +165,7 @@ impl<'d> Interp<'d> {
                 let left = MAX_PAGE_CONTENT
                     .saturating_sub(out.len())
                     .min(self.content_left);
-                match s.get_plain_content_with_limit(left) {
+                match super::decode_stream(self.doc, s, left) {
                     Ok(bytes) if self.spend(bytes.len() + 1) => {
                         out.extend_from_slice(&bytes);
                         out.push(b'\n');
@@ -209,6 +211,7 @@ impl<'d> Interp<'d> {
         let mut seen = Vec::new();
         self.run(&content, Frame { resources }, ID, out, 0, &mut seen);
         out.flush();
+        self.annotations(page, out);
     }
 
     fn run(
@@ -351,10 +354,6 @@ impl<'d> Interp<'d> {
             return;
         };
         let Ok(raw) = xobjects.get(name) else { return };
-        let id = match raw {
-            Object::Reference(id) => Some(*id),
-            _ => None,
-        };
         let Object::Stream(stream) = self.deref(raw) else {
             return;
         };
@@ -365,51 +364,167 @@ impl<'d> Interp<'d> {
             .and_then(|o| o.as_name().ok());
         match subtype {
             Some(b"Image") => self.images += 1,
-            Some(b"Form") => {
-                if depth >= MAX_FORM_DEPTH || id.is_some_and(|id| seen.contains(&id)) {
-                    return;
-                }
-                let matrix = match stream.dict.get(b"Matrix").ok().map(|o| self.deref(o)) {
-                    Some(Object::Array(a)) if a.len() == 6 => [
-                        num(&a[0]),
-                        num(&a[1]),
-                        num(&a[2]),
-                        num(&a[3]),
-                        num(&a[4]),
-                        num(&a[5]),
-                    ],
-                    _ => ID,
-                };
-                let Some(content) = self.form_content(raw, stream) else {
-                    return;
-                };
-                if !self.spend(content.len()) {
-                    return;
-                }
-                let resources = stream
-                    .dict
-                    .get(b"Resources")
-                    .ok()
-                    .and_then(|o| self.dict_of(o))
-                    .or(frame.resources);
-                if let Some(id) = id {
-                    seen.push(id);
-                }
-                out.flush();
-                self.run(
-                    &content,
-                    Frame { resources },
-                    mul(&matrix, ctm),
-                    out,
-                    depth + 1,
-                    seen,
-                );
-                out.flush();
-                if id.is_some() {
-                    seen.pop();
-                }
-            }
+            Some(b"Form") => self.draw_form(raw, stream, ctm, frame.resources, out, depth, seen),
             _ => {}
+        }
+    }
+
+    /// Draws a form XObject (depth- and cycle-bounded, its content budgeted per draw) with
+    /// `ctm` as the CTM where it is invoked (its /Matrix is applied here).
+    #[allow(clippy::too_many_arguments)]
+    fn draw_form(
+        &mut self,
+        raw: &'d Object,
+        stream: &'d lopdf::Stream,
+        ctm: &M,
+        fallback: Option<&'d Dictionary>,
+        out: &mut SpanBuilder,
+        depth: usize,
+        seen: &mut Vec<ObjectId>,
+    ) {
+        let id = match raw {
+            Object::Reference(id) => Some(*id),
+            _ => None,
+        };
+        if depth >= MAX_FORM_DEPTH || id.is_some_and(|id| seen.contains(&id)) {
+            return;
+        }
+        let matrix = self.matrix(stream.dict.get(b"Matrix").ok());
+        let Some(content) = self.form_content(raw, stream) else {
+            return;
+        };
+        if !self.spend(content.len()) {
+            return;
+        }
+        let resources = stream
+            .dict
+            .get(b"Resources")
+            .ok()
+            .and_then(|o| self.dict_of(o))
+            .or(fallback);
+        if let Some(id) = id {
+            seen.push(id);
+        }
+        out.flush();
+        self.run(
+            &content,
+            Frame { resources },
+            mul(&matrix, ctm),
+            out,
+            depth + 1,
+            seen,
+        );
+        out.flush();
+        if id.is_some() {
+            seen.pop();
+        }
+    }
+
+    fn matrix(&self, o: Option<&'d Object>) -> M {
+        match o.map(|o| self.deref(o)) {
+            Some(Object::Array(a)) if a.len() == 6 => {
+                let v: Vec<f32> = a.iter().map(|o| num(self.deref(o))).collect();
+                [v[0], v[1], v[2], v[3], v[4], v[5]]
+            }
+            _ => ID,
+        }
+    }
+
+    fn rect(&self, o: Option<&'d Object>) -> Option<[f32; 4]> {
+        match o.map(|o| self.deref(o)) {
+            Some(Object::Array(a)) if a.len() == 4 => {
+                let v: Vec<f32> = a.iter().map(|o| num(self.deref(o))).collect();
+                Some([
+                    v[0].min(v[2]),
+                    v[1].min(v[3]),
+                    v[0].max(v[2]),
+                    v[1].max(v[3]),
+                ])
+            }
+            _ => None,
+        }
+    }
+
+    /// The appearances of a page's form fields (widgets) and free-text notes, where viewers
+    /// and pdftotext show them: field values live there, not in the page's content (issue 15:
+    /// recall 0.53 on a form). Hidden annotations and unset check boxes show nothing.
+    fn annotations(&mut self, page: ObjectId, out: &mut SpanBuilder) {
+        let Ok(dict) = self.doc.get_dictionary(page) else {
+            return;
+        };
+        let Some(Object::Array(annots)) = dict.get(b"Annots").ok().map(|o| self.deref(o)) else {
+            return;
+        };
+        for a in annots.iter().take(MAX_ANNOTS) {
+            if self.timed_out || self.content_exhausted || out.is_full() {
+                return;
+            }
+            let Some(ad) = self.dict_of(a) else { continue };
+            let name = |k: &[u8]| ad.get(k).ok().and_then(|o| self.deref(o).as_name().ok());
+            if !matches!(name(b"Subtype"), Some(b"Widget" | b"FreeText")) {
+                continue;
+            }
+            let flags = ad.get(b"F").ok().map_or(0, |o| num(self.deref(o)) as i64);
+            if flags & 2 != 0 {
+                continue;
+            }
+            let Some(ap) = ad.get(b"AP").ok().and_then(|o| self.dict_of(o)) else {
+                continue;
+            };
+            let Ok(normal) = ap.get(b"N") else { continue };
+            let raw = match self.deref(normal) {
+                Object::Stream(_) => normal,
+                // A check box or radio button: the appearance of its current state.
+                Object::Dictionary(states) => match name(b"AS").and_then(|s| states.get(s).ok()) {
+                    Some(o) => o,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let Object::Stream(stream) = self.deref(raw) else {
+                continue;
+            };
+            let (Some(r), Some(bbox)) = (
+                self.rect(ad.get(b"Rect").ok()),
+                self.rect(stream.dict.get(b"BBox").ok()),
+            ) else {
+                continue;
+            };
+            // PDF 32000 12.5.5: the BBox, transformed by the form's Matrix, is fitted to Rect.
+            let m = self.matrix(stream.dict.get(b"Matrix").ok());
+            let corners = [
+                (bbox[0], bbox[1]),
+                (bbox[2], bbox[1]),
+                (bbox[0], bbox[3]),
+                (bbox[2], bbox[3]),
+            ]
+            .map(|(x, y)| (m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]));
+            let fold = |f: fn(f32, f32) -> f32, i: usize| {
+                corners
+                    .iter()
+                    .map(|c| if i == 0 { c.0 } else { c.1 })
+                    .reduce(f)
+                    .unwrap_or(0.0)
+            };
+            let (bx0, by0, bx1, by1) = (
+                fold(f32::min, 0),
+                fold(f32::min, 1),
+                fold(f32::max, 0),
+                fold(f32::max, 1),
+            );
+            let sx = if bx1 - bx0 > 1e-3 {
+                (r[2] - r[0]) / (bx1 - bx0)
+            } else {
+                1.0
+            };
+            let sy = if by1 - by0 > 1e-3 {
+                (r[3] - r[1]) / (by1 - by0)
+            } else {
+                1.0
+            };
+            let fit = [sx, 0.0, 0.0, sy, r[0] - bx0 * sx, r[1] - by0 * sy];
+            let mut seen = Vec::new();
+            self.draw_form(raw, stream, &fit, None, out, 0, &mut seen);
         }
     }
 
@@ -424,7 +539,7 @@ impl<'d> Interp<'d> {
             return Some(c.clone());
         }
         let limit = MAX_PAGE_CONTENT.min(self.content_left);
-        let content = match stream.get_plain_content_with_limit(limit) {
+        let content = match super::decode_stream(self.doc, stream, limit) {
             Ok(c) => Rc::new(c),
             Err(lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded {
                 ..

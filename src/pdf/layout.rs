@@ -24,6 +24,7 @@ pub struct Span {
     /// The last glyph's origin and text (an overprinted glyph, "fake bold", is dropped).
     last_x0: f32,
     last: String,
+    last_adv: f32,
 }
 
 impl Span {
@@ -115,10 +116,15 @@ impl SpanBuilder {
                     }
                     return;
                 }
-                if text == s.last && (x0 - s.last_x0).abs() < 0.2 * size {
+                // Overprinting is offset by a fraction of the glyph; a double letter placed on
+                // its own (a condensed face, Tz 70: "tt" 0.19 em apart) sits a whole advance
+                // away (issue 15: "rat achement").
+                let overprint = (0.2 * size).min(0.5 * s.last_adv);
+                if text == s.last && (x0 - s.last_x0).abs() < overprint {
                     return;
                 }
                 s.last_x0 = x0;
+                s.last_adv = x1 - x0;
                 s.last.clear();
                 s.last.push_str(text);
                 if (s.pending_space || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
@@ -149,6 +155,7 @@ impl SpanBuilder {
             pending_space: false,
             last_x0: x0,
             last: text.to_string(),
+            last_adv: x1 - x0,
         });
     }
 
@@ -378,8 +385,41 @@ fn emit_lines(spans: &[&Span], out: &mut Vec<String>) {
             text.push_str(&s.text);
             reach = reach.max(s.x1);
         }
-        out.push(text);
+        out.push(logical_order(text));
     }
+}
+
+/// A line with right-to-left text (Hebrew, Arabic) is laid out here in visual order, the way
+/// producers draw it (or we placed its glyphs), so each RTL word reads reversed (issue 15).
+/// The Unicode bidi algorithm's reordering (rule L2) reverses the RTL runs and keeps numbers
+/// and embedded LTR runs as written, and applied to the visual string it gives back the
+/// logical order. The paragraph direction is the line's majority of strong characters.
+/// `unicode-bidi` (Servo's, already in the tree) implements UAX #9; lines without RTL
+/// characters are returned untouched.
+pub fn logical_order(line: String) -> String {
+    use unicode_bidi::{bidi_class, BidiClass, BidiInfo, Level};
+    let (mut rtl, mut ltr) = (0usize, 0usize);
+    for c in line.chars() {
+        match bidi_class(c) {
+            BidiClass::R | BidiClass::AL => rtl += 1,
+            BidiClass::L => ltr += 1,
+            _ => {}
+        }
+    }
+    if rtl == 0 {
+        return line;
+    }
+    let level = if rtl >= ltr {
+        Level::rtl()
+    } else {
+        Level::ltr()
+    };
+    let info = BidiInfo::new(&line, Some(level));
+    let mut out = String::with_capacity(line.len());
+    for para in &info.paragraphs {
+        out.push_str(&info.reorder_line(para, para.range.clone()));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -511,6 +551,34 @@ mod tests {
         // Real repeated letters stay.
         word(&mut b, 50.0, 660.0, "ballooon");
         assert_eq!(render(b.finish(), far()), "Bold\nHeading\nballooon");
+    }
+
+    #[test]
+    fn right_to_left_lines_come_back_in_logical_order() {
+        let visual = |s: &str| logical_order(s.to_string());
+        assert_eq!(visual("לקש 120 ריחמ םולש"), "שלום מחיר 120 שקל");
+        assert_eq!(visual("ملاعلاب ابحرم"), "مرحبا بالعالم");
+        assert_eq!(
+            visual("The word םולש means peace"),
+            "The word שלום means peace"
+        );
+        assert_eq!(visual("plain text 42"), "plain text 42");
+    }
+
+    #[test]
+    fn double_letters_placed_one_by_one_are_not_overprinting() {
+        // "tt" in a condensed face: 0.19 em apart, each glyph 0.19 em wide.
+        let mut b = SpanBuilder::default();
+        let mut x = 0.0;
+        for c in "rattachement".chars() {
+            let w = if c == 't' { 1.95 } else { 3.9 };
+            b.glyph(x, x + w, 700.0, 10.0, &c.to_string());
+            x += w;
+        }
+        // Fake bold: the same glyph again 0.3 pt to the right.
+        b.glyph(x, x + 5.0, 700.0, 10.0, "s");
+        b.glyph(x + 0.3, x + 5.3, 700.0, 10.0, "s");
+        assert_eq!(render(b.finish(), far()), "rattachements");
     }
 
     #[test]

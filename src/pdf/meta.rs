@@ -175,7 +175,7 @@ pub fn read(doc: &Document) -> Metadata {
         .and_then(|c| c.get(b"Metadata").ok())
         .map(|o| deref(doc, o))
         .and_then(|o| o.as_stream().ok())
-        .and_then(|s| s.get_plain_content_with_limit(MAX_XMP_BYTES).ok());
+        .and_then(|s| super::decode_stream(doc, s, MAX_XMP_BYTES).ok());
     if let Some(xml) = xmp {
         let xml = String::from_utf8_lossy(&xml);
         let fill = |slot: &mut Option<String>, tag: &str| {

@@ -17,6 +17,57 @@ use std::time::{Duration, Instant};
 
 pub use meta::Metadata;
 
+/// A stream's decoded bytes (at most `limit`), with its `/Filter` and `/DecodeParms` resolved
+/// when they are indirect (`/Filter 18 0 R` → `[/FlateDecode]`), which the spec allows and
+/// lopdf's decoder, having no document at hand, reads as "no filter" (issue 15: an invoice's
+/// page came back as compressed bytes and the call answered 422). Only then is the stream
+/// copied; a reference that resolves to neither a name nor an array is left for lopdf to refuse.
+pub fn decode_stream(
+    doc: &lopdf::Document,
+    stream: &lopdf::Stream,
+    limit: usize,
+) -> lopdf::Result<Vec<u8>> {
+    use lopdf::Object;
+    let resolve = |o: &Object| -> Object {
+        let o = match o {
+            Object::Reference(id) => doc.get_object(*id).unwrap_or(o),
+            o => o,
+        };
+        match o {
+            Object::Array(a) => Object::Array(
+                a.iter()
+                    .take(16)
+                    .map(|e| match e {
+                        Object::Reference(id) => {
+                            doc.get_object(*id).cloned().unwrap_or(Object::Null)
+                        }
+                        e => e.clone(),
+                    })
+                    .collect(),
+            ),
+            o => o.clone(),
+        }
+    };
+    let indirect = |key: &[u8]| match stream.dict.get(key) {
+        Ok(Object::Reference(_)) => true,
+        Ok(Object::Array(a)) => a.iter().any(|e| matches!(e, Object::Reference(_))),
+        _ => false,
+    };
+    if !indirect(b"Filter") && !indirect(b"DecodeParms") {
+        return stream.get_plain_content_with_limit(limit);
+    }
+    let mut dict = stream.dict.clone();
+    for key in [&b"Filter"[..], b"DecodeParms"] {
+        if let Ok(o) = stream.dict.get(key) {
+            dict.set(key.to_vec(), resolve(o));
+        }
+    }
+    let mut copy = lopdf::Stream::new(dict, stream.content.clone());
+    // `Stream::new` recomputes /Length from the content: nothing else differs.
+    copy.allows_compression = stream.allows_compression;
+    copy.get_plain_content_with_limit(limit)
+}
+
 /// What to read and how long to try.
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Generates fixtures/pdf/modes: one small PDF per failure mode of issue 15 (real-world files
+that /api/pdf read badly or answered 422), each with its true text in <name>.txt.
+
+    python3 -m venv /tmp/venv && /tmp/venv/bin/pip install fonttools==4.55.3
+    /tmp/venv/bin/python scripts/pdf-modes.py fixtures/pdf     # from the repository root
+
+The PDF bytes are written directly (the structures that broke are what producers write, not
+what a PDF library would): indirect /Filter and /DecodeParms, Type0 fonts whose /ToUnicode is
+the name /Identity-H, embedded and predefined CMaps with mixed code lengths, ToUnicode CMaps
+whose code lengths differ from the font's, an invisible OCR layer (3 Tr) over a scan,
+right-to-left scripts drawn in visual order, Symbol and a TeX font's built-in encoding,
+AcroForm field values, glyph-by-glyph positioned double letters in a condensed font. fontTools
+only subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType. Deterministic.
+"""
+import io
+import os
+import sys
+import zlib
+
+OUT = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "fixtures/pdf", "modes")
+os.makedirs(OUT, exist_ok=True)
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def pdf(objects):
+    """A PDF from object bodies (object i+1 = objects[i]; bytes or str)."""
+    out = bytearray(b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n")
+    offs = []
+    for i, body in enumerate(objects):
+        if isinstance(body, str):
+            body = body.encode("latin-1")
+        offs.append(len(out))
+        out += b"%d 0 obj\n" % (i + 1) + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for o in offs:
+        out += b"%010d 00000 n \n" % o
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def stream(data, extra="", compress=False):
+    if isinstance(data, str):
+        data = data.encode("latin-1")
+    if compress:
+        data = zlib.compress(data, 9)
+        if "/Filter" not in extra:
+            extra += " /Filter /FlateDecode"
+    return b"<< /Length %d %s >>\nstream\n" % (len(data), extra.encode()) + data + b"\nendstream"
+
+
+def hex2(codes, width=2):
+    return "<" + "".join("%0*X" % (width * 2, c) for c in codes) + ">"
+
+
+def utf16hex(s):
+    return "<" + s.encode("utf-16-be").hex().upper() + ">"
+
+
+def tounicode(pairs, codespace="<0000> <FFFF>", width=2):
+    """A ToUnicode CMap from (code, text) pairs, bfchar entries."""
+    body = "".join("%s %s\n" % (hex2([c], width), utf16hex(t)) for c, t in pairs)
+    return ("/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n"
+            "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
+            "/CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n"
+            "1 begincodespacerange\n%s\nendcodespacerange\n"
+            "%d beginbfchar\n%sendbfchar\nendcmap\n"
+            "CMapName currentdict /CMap defineresource pop\nend\nend\n"
+            % (codespace, len(pairs), body))
+
+
+def write(name, objects, text):
+    with open(os.path.join(OUT, name + ".pdf"), "wb") as f:
+        f.write(pdf(objects))
+    with open(os.path.join(OUT, name + ".txt"), "w", encoding="utf-8") as f:
+        f.write(text.strip() + "\n")
+
+
+def page_objs(content_ref, resources, extra=""):
+    return ("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %s "
+            "/Resources %s %s >>" % (content_ref, resources, extra))
+
+
+HELV = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+
+
+def coded(text):
+    """Distinct characters of `text` numbered from 1: (code of each char, (code, char) pairs)."""
+    table = {}
+    for ch in text:
+        if ch not in table:
+            table[ch] = len(table) + 1
+    return [table[ch] for ch in text], sorted((c, ch) for ch, c in table.items())
+
+
+# 1. Indirect /Filter: an invoice whose page stream says /Filter 5 0 R → [/FlateDecode]; page 2
+#    draws a form whose /Filter is an indirect name and a Type0 font whose ToUnicode stream has
+#    an indirect filter array and /DecodeParms [null].
+def indirect_filter():
+    p1 = "BT /F1 14 Tf 72 720 Td (Invoice 2024-118 issued to Harbour Supplies Ltd) Tj 0 -20 Td (Total due 1250.00 EUR) Tj ET"
+    line2 = "Payment terms thirty days net"
+    codes, pairs = coded(line2)
+    form = "BT /F2 12 Tf 72 680 Td %s Tj ET" % hex2(codes)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R 6 0 R] /Count 2 >>",
+        page_objs("4 0 R", "<< /Font << /F1 8 0 R >> >>"),
+        stream(p1, "/Filter 5 0 R", compress=True),
+        "[/FlateDecode]",
+        page_objs("7 0 R", "<< /XObject << /Fm1 9 0 R >> >>"),
+        stream("/Fm1 Do", "/Filter /FlateDecode /DecodeParms 13 0 R", compress=True),
+        HELV,
+        stream(form, "/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F2 11 0 R >> >> /Filter 10 0 R", compress=True),
+        "/FlateDecode",
+        "<< /Type /Font /Subtype /Type0 /BaseFont /Terms /Encoding /Identity-H /DescendantFonts [12 0 R] /ToUnicode 14 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /Terms /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 550 >>",
+        "<< /Predictor 1 >>",
+        stream(tounicode(pairs), "/Filter 15 0 R /DecodeParms [null]", compress=True),
+        "[/FlateDecode]",
+    ]
+    write("indirect-filter", objs,
+          "Invoice 2024-118 issued to Harbour Supplies Ltd\nTotal due 1250.00 EUR\n" + line2)
+
+
+# 2. Type0 fonts with /ToUnicode /Identity-H (a name): one with an embedded TrueType subset
+#    (codes are glyph ids, the font's cmap tells their text), one without a font program whose
+#    codes are the characters themselves.
+def identity_name():
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    text1 = "Rechnung Nummer 4711 Größe Betrag"
+    opts = subset.Options()
+    opts.name_IDs = []
+    opts.notdef_outline = True
+    opts.drop_tables += ["GSUB", "GPOS", "GDEF", "kern"]
+    font = TTFont(DEJAVU)
+    sub = subset.Subsetter(opts)
+    sub.populate(text=text1)
+    sub.subset(font)
+    buf = io.BytesIO()
+    font.save(buf)
+    ttf = buf.getvalue()
+    cmap = font.getBestCmap()
+    order = font.getGlyphOrder()
+    gid = {ch: order.index(cmap[ord(ch)]) for ch in set(text1)}
+    upm = font["head"].unitsPerEm
+    widths = " ".join("%d [%d]" % (g, round(font["hmtx"][order[g]][0] * 1000 / upm)) for g in sorted(set(gid.values())))
+    text2 = "Delivery address Quay Street 9"
+    c1 = hex2([gid[ch] for ch in text1])
+    c2 = hex2([ord(ch) for ch in text2])
+    content = "BT /F1 14 Tf 72 720 Td %s Tj ET BT /F2 12 Tf 72 690 Td %s Tj ET" % (c1, c2)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R /F2 8 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ABCDEF+DejaVuSans /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode /Identity-H >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ABCDEF+DejaVuSans /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /CIDToGIDMap /Identity /W [%s] /FontDescriptor 7 0 R >>" % widths,
+        "<< /Type /FontDescriptor /FontName /ABCDEF+DejaVuSans /Flags 4 /FontBBox [-1021 -463 1793 1232] /ItalicAngle 0 /Ascent 928 /Descent -236 /CapHeight 729 /StemV 80 /FontFile2 10 0 R >>",
+        "<< /Type /Font /Subtype /Type0 /BaseFont /PlainUnicode /Encoding /Identity-H /DescendantFonts [9 0 R] /ToUnicode /Identity-H >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /PlainUnicode /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
+        stream(ttf, "/Length1 %d" % len(ttf), compress=True),
+    ]
+    write("type0-identity-name", objs, text1 + "\n" + text2)
+
+
+# 3. Type0 fonts with CMaps as ConTeXt, OCR layers and CJK producers write them.
+def cmaps():
+    # a) Identity-H codes, but a ToUnicode written with one-byte source codes.
+    t1 = "Chapter one of the manual"
+    codes1, pairs1 = coded(t1)
+    tu1 = tounicode(pairs1, codespace="<00> <FF>", width=1)
+    # b) An embedded Encoding CMap with one- and two-byte codes (ASCII as one byte, the rest as
+    #    two bytes from 0x8000), CIDs by cidrange from a parent CMap (usecmap), and a ToUnicode
+    #    over the same codespace, with a two-character destination (the fi ligature glyph).
+    t2 = "Lösungsansatz für fünf Fälle"
+    b2 = bytearray()
+    accents = {"ö": 0x8001, "ü": 0x8002, "ä": 0x8003, "Ä": 0x8004}
+    for ch in t2:
+        if ch in accents:
+            b2 += accents[ch].to_bytes(2, "big")
+        else:
+            b2.append(ord(ch))
+    b2 += b" " + (0x8005).to_bytes(2, "big") + b"nal"  # "final" with an fi glyph
+    t2 += " final"
+    parent = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+              "/CMapName /Mixed-Base def /CMapType 1 def\n"
+              "2 begincodespacerange <00> <7F> <8000> <FFFF> endcodespacerange\n"
+              "1 begincidrange <20> <7E> 32 endcidrange\n"
+              "endcmap CMapName currentdict /CMap defineresource pop end end\n")
+    child = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+             "/Mixed-Base usecmap\n/CMapName /Mixed-H def /CMapType 1 def\n"
+             "1 begincidrange <8001> <8005> 300 endcidrange\n"
+             "endcmap CMapName currentdict /CMap defineresource pop end end\n")
+    tu2 = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+           "/CMapName /Mixed-UCS def /CMapType 2 def\n"
+           "2 begincodespacerange <00> <7F> <8000> <FFFF> endcodespacerange\n"
+           "1 beginbfrange <20> <7E> <0020> endbfrange\n"
+           "5 beginbfchar <8001> <00F6> <8002> <00FC> <8003> <00E4> <8004> <00C4> <8005> <00660069> endbfchar\n"
+           "endcmap CMapName currentdict /CMap defineresource pop end end\n")
+    # c) An OCR layer: invisible text (3 Tr) in a glyphless font over a scanned image, codes as
+    #    Unicode through a Tesseract-style ToUnicode (one range over every code).
+    t3 = "Scanned letter from the town council"
+    tu3 = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+           "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
+           "/CMapName /Adobe-Identify-UCS def /CMapType 2 def\n"
+           "1 begincodespacerange <0000> <FFFF> endcodespacerange\n"
+           "1 beginbfrange <0000> <FFFF> <0000> endbfrange\nendcmap\n"
+           "CMapName currentdict /CMap defineresource pop end end\n")
+    img = bytes([200]) * 64
+    # d) A simple font whose ToUnicode uses two-byte source codes.
+    t4 = "Appendix with tables"
+    tu4 = tounicode([(ord(c), c) for c in sorted(set(t4))])
+    content = (
+        "BT /F1 12 Tf 72 720 Td %s Tj ET\n" % hex2(codes1)
+        + "BT /F2 12 Tf 72 700 Td <%s> Tj ET\n" % b2.hex().upper()
+        + "q 400 0 0 100 72 560 cm /Im1 Do Q\n"
+        + "BT 3 Tr /F3 10 Tf 1 0 0 1 72 600 Tm 120 Tz %s Tj ET\n" % hex2([ord(c) for c in t3])
+        + "BT /F4 12 Tf 72 540 Td (%s) Tj ET\n" % t4)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R /F2 8 0 R /F3 13 0 R /F4 16 0 R >> /XObject << /Im1 15 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /TeXGyre /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /TeXGyre /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 520 >>",
+        stream(tu1, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /Mixed /Encoding 9 0 R /DescendantFonts [11 0 R] /ToUnicode 12 0 R >>",
+        stream(child, "/Type /CMap /CMapName /Mixed-H /UseCMap 10 0 R /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >>"),
+        stream(parent, "/Type /CMap /CMapName /Mixed-Base /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >>"),
+        "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Mixed /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 1000 /W [32 126 520 300 [560 560 560 640 560]] >>",
+        stream(tu2, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /GlyphLessFont /Encoding /Identity-H /DescendantFonts [14 0 R] /ToUnicode 17 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /GlyphLessFont /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 500 /CIDToGIDMap /Identity >>",
+        stream(img, "/Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray /BitsPerComponent 8"),
+        "<< /Type /Font /Subtype /TrueType /BaseFont /Arial /FirstChar 32 /LastChar 126 /Encoding /WinAnsiEncoding /ToUnicode 18 0 R >>",
+        stream(tu3, compress=True),
+        stream(tu4, compress=True),
+    ]
+    write("type0-cmaps", objs, "\n".join([t1, t2, t3, t4]))
+
+
+# 4. Predefined CJK CMaps without ToUnicode: Shift-JIS, GBK and Big5 bytes, and UCS-2.
+def predefined():
+    lines = [("90ms-RKSJ-H", "shift_jis", "東京都 請求書 2024年"),
+             ("GBK-EUC-H", "gbk", "北京 发票 金额"),
+             ("ETen-B5-H", "big5", "臺北 發票"),
+             ("KSCms-UHC-H", "cp949", "서울 청구서"),
+             ("UniJIS-UCS2-H", "utf-16-be", "大阪 見積書")]
+    content = ""
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        None,
+        None,
+    ]
+    fonts = []
+    for i, (cmap, codec, text) in enumerate(lines):
+        content += "BT /F%d 12 Tf 72 %d Td <%s> Tj ET\n" % (i, 720 - 24 * i, text.encode(codec).hex().upper())
+        n = len(objs) + 1
+        ordering = {"shift_jis": "Japan1", "gbk": "GB1", "big5": "CNS1", "cp949": "Korea1", "utf-16-be": "Japan1"}[codec]
+        objs.append("<< /Type /Font /Subtype /Type0 /BaseFont /CJK%d /Encoding /%s /DescendantFonts [%d 0 R] >>" % (i, cmap, n + 1))
+        objs.append("<< /Type /Font /Subtype /CIDFontType0 /BaseFont /CJK%d /CIDSystemInfo << /Registry (Adobe) /Ordering (%s) /Supplement 2 >> /DW 1000 >>" % (i, ordering))
+        fonts.append("/F%d %d 0 R" % (i, n))
+    objs[2] = page_objs("4 0 R", "<< /Font << %s >> >>" % " ".join(fonts))
+    objs[3] = stream(content.encode("latin-1"), compress=True)
+    write("cjk-predefined-cmaps", objs, "\n".join(t for _, _, t in lines))
+
+
+# 5. Right-to-left scripts as Word and LibreOffice draw them: glyphs in visual order, left to
+#    right; and a line whose glyphs come in logical order, each placed right to left.
+def rtl():
+    he = "שלום לכם מחיר 120 שקל"
+    ar = "مرحبا بالعالم"
+    he2 = "תודה רבה"
+    codes, pairs = coded(he + ar + he2 + " ")
+    table = dict((ch, c) for c, ch in pairs)
+
+    def visual(s):
+        # What a shaper lays out left to right for these lines: the RTL runs reversed, the
+        # number kept as written.
+        parts = s.split(" ")
+        out = []
+        for p in reversed(parts):
+            out.append(p if p.isdigit() else p[::-1])
+        return " ".join(out)
+
+    content = ""
+    for y, s in ((720, he), (690, ar)):
+        content += "BT /F1 14 Tf 72 %d Td %s Tj ET\n" % (y, hex2([table[c] for c in visual(s)]))
+    # Logical order, each glyph placed from the right (DW 600 → 8.4 pt per glyph at 14 pt).
+    x = 300.0
+    content += "BT /F1 14 Tf "
+    for ch in he2:
+        x -= 8.4
+        content += "1 0 0 1 %.1f 660 Tm %s Tj " % (x, hex2([table[ch]]))
+    content += "ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content.encode("latin-1"), compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ArialUnicode /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ArialUnicode /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
+        stream(tounicode(pairs), compress=True),
+    ]
+    write("rtl", objs, "\n".join([he, ar, he2]))
+
+
+# 6. Symbol (no /Encoding: the font's own) and a TeX maths font whose built-in encoding is in
+#    the embedded Type1 program (pdfTeX writes no /Encoding for Computer Modern).
+def symbol_tex():
+    type1 = ("%!PS-AdobeFont-1.0: CMMI10 003.002\n/FontName /ABCDEF+CMMI10 def\n"
+             "/Encoding 256 array\n0 1 255 {1 index exch /.notdef put} for\n"
+             "dup 11 /alpha put\ndup 12 /beta put\ndup 13 /gamma put\ndup 14 /delta put\n"
+             "dup 25 /pi put\ndup 27 /sigma put\ndup 61 /slash put\ndup 120 /x put\n"
+             "readonly def\ncurrentfile eexec\n").encode("latin-1")
+    binary = bytes((i * 37 + 11) % 256 for i in range(64))
+    prog = type1 + binary + b"\n" + b"0" * 64 + b"\ncleartomark\n"
+    content = ("BT /F1 12 Tf 72 720 Td (a + b = g) Tj 0 -20 Td (p \\273 3.14, D x) Tj ET\n"
+               "BT /F2 12 Tf 72 680 Td (\\013 \\014 \\015 \\016 \\031 \\033) Tj ET\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R /F2 6 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /ABCDEF+CMMI10 /FirstChar 11 /LastChar 27 /Widths [640 566 518 444 0 0 0 0 0 0 0 0 0 0 570 0 571] /FontDescriptor 7 0 R >>",
+        "<< /Type /FontDescriptor /FontName /ABCDEF+CMMI10 /Flags 4 /FontBBox [-32 -250 1048 750] /ItalicAngle -14 /Ascent 694 /Descent -194 /CapHeight 683 /StemV 72 /FontFile 8 0 R >>",
+        stream(prog, "/Length1 %d /Length2 %d /Length3 %d" % (len(type1), len(binary) + 1, 77)),
+    ]
+    write("symbol-tex", objs, "α + β = γ\nπ ≈ 3.14, Δ ξ\nα β γ δ π σ")
+
+
+# 7. AcroForm: field values live in the widgets' appearance streams (and /V), not in the page.
+def acroform():
+    content = "BT /F1 12 Tf 72 720 Td (Name:) Tj 0 -30 Td (City:) Tj ET"
+    ap1 = "/Tx BMC BT /F1 12 Tf 2 4 Td (Jane Doe) Tj ET EMC"
+    ap2 = "/Tx BMC BT /F1 12 Tf 2 4 Td (Rotterdam) Tj ET EMC"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [5 0 R 6 0 R] /DA (/Helv 0 Tf 0 g) >> >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 9 0 R >> >>", "/Annots [5 0 R 6 0 R]"),
+        stream(content),
+        "<< /Type /Annot /Subtype /Widget /FT /Tx /T (name) /V (Jane Doe) /Rect [120 714 300 734] /P 3 0 R /AP << /N 7 0 R >> >>",
+        "<< /Type /Annot /Subtype /Widget /FT /Tx /T (city) /V (Rotterdam) /Rect [120 684 300 704] /P 3 0 R /AP << /N 8 0 R >> >>",
+        stream(ap1, "/Type /XObject /Subtype /Form /BBox [0 0 180 20] /Resources << /Font << /F1 9 0 R >> >>"),
+        stream(ap2, "/Type /XObject /Subtype /Form /BBox [0 0 180 20] /Resources << /Font << /F1 9 0 R >> >>"),
+        HELV,
+    ]
+    write("acroform", objs, "Name: Jane Doe\nCity: Rotterdam")
+
+
+# 8. A government form that places every glyph with its own Td, in a condensed face (Tz 70):
+#    double letters sit 0.19 em apart and must not be taken for overprinting ("fake bold").
+def glyph_positioned():
+    words = ["rattachement", "installation", "allocation", "successeur"]
+    widths = {c: w for c, w in zip("abcdefghijklmnopqrstuvwxyz", [556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500])}
+    content = "BT /F1 10 Tf 70 Tz 72 720 Td "
+    x = 0.0
+    for w in words:
+        for ch in w:
+            content += "(%s) Tj %.3f 0 Td " % (ch, widths[ch] * 10 / 1000 * 0.7)
+        content += "3.5 0 Td "
+    content += "ET"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /ArialNarrow /FirstChar 97 /LastChar 122 /Widths [%s] /Encoding /WinAnsiEncoding >>" % " ".join(str(widths[c]) for c in "abcdefghijklmnopqrstuvwxyz"),
+    ]
+    write("glyph-positioned", objs, " ".join(words))
+
+
+indirect_filter()
+identity_name()
+cmaps()
+predefined()
+rtl()
+symbol_tex()
+acroform()
+glyph_positioned()
+print("wrote", OUT)
