@@ -140,6 +140,17 @@ pub struct PaymentSettings {
     pub facilitator: FacilitatorSettings,
     pub max_timeout_seconds: u64,
     pub accepts: Vec<AcceptOption>,
+    /// What startup and `paycall check` do with an offer that cannot be paid (payment::readiness).
+    pub unsupported_network: UnsupportedNetwork,
+}
+
+/// `payment.unsupported_network`: one rule for every offered network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnsupportedNetwork {
+    /// Refuse to start, naming the network and the fix (the default).
+    Refuse,
+    /// Leave the offer out of every challenge, with a warning.
+    LeaveOut,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -165,7 +176,8 @@ pub struct AcceptOption {
     pub decimals: u32,
     pub eip712: Option<(String, String)>,
     pub pay_to: String,
-    /// EVM: the upstream name whose JSON-RPC confirms settlements on chain.
+    /// The upstream name of this network's JSON-RPC: EVM, it confirms settlements on chain;
+    /// Solana, startup checks payTo's token account through it (`solana_rpc` by default).
     pub rpc: Option<String>,
 }
 
@@ -685,10 +697,23 @@ fn validate(
             rpc: a.rpc.clone(),
         });
     }
+    let unsupported_network = match p.unsupported_network.as_str() {
+        "refuse" => UnsupportedNetwork::Refuse,
+        "leave_out" => UnsupportedNetwork::LeaveOut,
+        other => {
+            errors_push_simple(
+                &mut r,
+                format!("payment.unsupported_network `{other}` is not known"),
+                "use refuse (do not start when an offer cannot be paid) or leave_out (drop that offer with a warning)",
+            );
+            UnsupportedNetwork::Refuse
+        }
+    };
     let mut payment = PaymentSettings {
         facilitator,
         max_timeout_seconds: p.max_timeout_seconds,
         accepts,
+        unsupported_network,
     };
 
     // guard
@@ -767,6 +792,9 @@ fn validate(
     for a in &mut payment.accepts {
         if a.rpc.is_none() && a.network == "eip155:8453" && upstreams.contains_key("base_rpc") {
             a.rpc = Some("base_rpc".into());
+        }
+        if a.rpc.is_none() && a.is_solana() && upstreams.contains_key("solana_rpc") {
+            a.rpc = Some("solana_rpc".into());
         }
         if let Some(name) = &a.rpc {
             if !upstreams.contains_key(name) {

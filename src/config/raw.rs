@@ -64,6 +64,15 @@ pub struct Payment {
     pub max_timeout_seconds: u64,
     /// The accepted payment options, in order of preference.
     pub accepts: Vec<Spanned<Accept>>,
+    /// An offered network the facilitator's /supported does not list (or, for Solana, a payTo
+    /// without a token account for the asset): `refuse` to start, or `leave_out` the offer with
+    /// a warning. One rule for every network.
+    #[serde(default = "default_unsupported_network")]
+    pub unsupported_network: String,
+}
+
+fn default_unsupported_network() -> String {
+    "refuse".to_string()
 }
 
 #[derive(Debug, Deserialize)]

@@ -73,6 +73,8 @@ struct Gate {
     extensions: Vec<(Method, Value)>,
     facilitator: Arc<FacilitatorClient>,
     ledger: Arc<Ledger>,
+    /// Offers startup left out (payment.unsupported_network: leave_out).
+    readiness: Option<Arc<super::readiness::Readiness>>,
     /// Unix ms of the last background /supported refresh we started.
     last_refresh: AtomicU64,
     /// Rendered plain challenges by (method, message, Solana feePayer).
@@ -113,6 +115,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         extensions,
         facilitator: ctx.services.need::<FacilitatorClient>()?,
         ledger: ctx.services.need::<Ledger>()?,
+        readiness: ctx.services.get::<super::readiness::Readiness>(),
         last_refresh: AtomicU64::new(0),
         rendered: RwLock::new(HashMap::new()),
     }))
@@ -221,6 +224,13 @@ impl Gate {
         let mut out = Vec::with_capacity(self.options.len());
         let mut missing_fee_payer = false;
         for (opt, req) in &self.options {
+            if self
+                .readiness
+                .as_ref()
+                .is_some_and(|r| r.is_left_out(&opt.network))
+            {
+                continue;
+            }
             if opt.is_solana() {
                 match self.facilitator.fee_payer(&opt.network) {
                     Some(fp) => {

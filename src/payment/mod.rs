@@ -8,7 +8,8 @@
 //! - `identifier`: the payment-identifier extension (idempotent retries);
 //! - `confirm`: a settlement confirmed on chain (EIP-3009 events), the only proof besides the
 //!   facilitator's success that releases a kept reply;
-//! - `paid`: the typed payment the gate hands to bill and settle.
+//! - `paid`: the typed payment the gate hands to bill and settle;
+//! - `readiness`: whether each offered network can be paid (facilitator, Solana token account).
 //!
 //! The chain runner knows none of this: the three stages are registered like any other, and
 //! meet through the exchange's typed slots.
@@ -19,6 +20,7 @@ pub mod gate;
 pub mod identifier;
 pub mod ledger;
 pub mod paid;
+pub mod readiness;
 pub mod settle;
 pub mod upkeep;
 

@@ -68,6 +68,7 @@ pub fn build_with_resolver(
         .with(facilitator)
         .with(Arc::new(Ledger::new(config.ledger.clone())))
         .with(confirmer)
+        .with(Arc::new(crate::payment::readiness::Readiness::default()))
         .with(Arc::new(crate::market::MarketHub::new(
             client.clone(),
             config.upstreams.clone(),
