@@ -34,6 +34,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "receiving address for solana offers",
     ),
     (
+        "PAYCALL_UNSUPPORTED_NETWORK",
+        "refuse or leave_out an offer no buyer could pay (payment.unsupported_network)",
+    ),
+    (
         "PAYCALL_ALLOW_CIDRS",
         "comma-separated CIDRs the outbound guard lets through (empty by default)",
     ),
@@ -697,7 +701,9 @@ fn validate(
             rpc: a.rpc.clone(),
         });
     }
-    let unsupported_network = match p.unsupported_network.as_str() {
+    let unsupported_setting = env_nonempty(env, "PAYCALL_UNSUPPORTED_NETWORK")
+        .unwrap_or_else(|| p.unsupported_network.clone());
+    let unsupported_network = match unsupported_setting.as_str() {
         "refuse" => UnsupportedNetwork::Refuse,
         "leave_out" => UnsupportedNetwork::LeaveOut,
         other => {

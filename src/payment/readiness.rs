@@ -202,7 +202,10 @@ async fn check_token_account(
     .await;
     match answer {
         Ok(v) if v["result"]["value"].is_array() => {
-            if v["result"]["value"].as_array().is_some_and(|l| !l.is_empty()) {
+            if v["result"]["value"]
+                .as_array()
+                .is_some_and(|l| !l.is_empty())
+            {
                 c.token_account = Some("present");
             } else {
                 c.token_account = Some("missing");
