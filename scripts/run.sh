@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The README's run command: sets up (idempotent), starts a local payment stack (anvil chain +
-# test USDC at Base's USDC address + the official x402 facilitator), a tiny local web page, and
-# paycall with the shipped routes.yaml pointed at them; makes one real paid call; prints how to
-# make more. Ctrl-C stops everything.
+# test USDC at Base's USDC address + a Solana JSON-RPC over litesvm with USDC's mint + the official
+# x402 facilitator settling both), a tiny local web page, and paycall with the shipped routes.yaml
+# pointed at them; makes one real paid call on Base and one on Solana; prints how to make more.
+# Ctrl-C stops everything.
 #
 # Local-demo settings (never use them in production):
 #   PAYCALL_ALLOW_CIDRS=127.0.0.1/32  lets the guard reach the demo page on loopback;
-#   PAYCALL_SOLANA_PAY_TO            is a placeholder: the local facilitator has no Solana, so
-#                                    paycall leaves the Solana offer out of its challenges.
+#   PAYCALL_SOLANA_PAY_TO, PAYCALL_UPSTREAM_SOLANA_RPC  the stack's Solana payTo (it has its USDC
+#                                    token account) and RPC, so `paycall check` verifies it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -44,7 +45,9 @@ export PAYCALL_LISTEN="127.0.0.1:$PORT"
 export PAYCALL_BASE_URL="http://127.0.0.1:$PORT"
 export PAYCALL_FACILITATOR_URL="$(json facilitatorUrl)"
 export PAYCALL_EVM_PAY_TO="$(json payTo)"
-export PAYCALL_SOLANA_PAY_TO="${PAYCALL_SOLANA_PAY_TO:-11111111111111111111111111111111}"
+solana() { python3 -c "import json,sys; print(json.load(open('$STATE'))['solana']['$1'])"; }
+export PAYCALL_SOLANA_PAY_TO="$(solana payTo)"
+export PAYCALL_UPSTREAM_SOLANA_RPC="$(solana rpcUrl)"
 export PAYCALL_ALLOW_CIDRS="127.0.0.1/32"
 "$BIN" check
 say "starting paycall on http://127.0.0.1:$PORT/"
@@ -55,8 +58,9 @@ for _ in $(seq 1 60); do curl -fsS "http://127.0.0.1:$PORT/status" > /dev/null 2
 URL="http://127.0.0.1:$PORT/api/fetch?url=http://127.0.0.1:$SITE_PORT/index.html"
 say "an unpaid call answers 402 with the challenge:"
 curl -s -o /dev/null -w '  HTTP %{http_code}\n' "$URL"
-say "paying it with the official x402 client (node tests/e2e/pay.mjs):"
-node tests/e2e/pay.mjs --state "$STATE" --url "$URL" | python3 -c '
+for NET in base solana; do
+say "paying it on $NET with the official x402 client (node tests/e2e/pay.mjs --network $NET):"
+node tests/e2e/pay.mjs --state "$STATE" --network "$NET" --url "$URL" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 print("  HTTP", r.get("status"))
@@ -66,12 +70,15 @@ body = r.get("body") or {}
 print("  title:", body.get("title"))
 print("  content:", (body.get("content") or "")[:300].replace("\n", "\n    "))
 '
+done
 cat <<MSG
 
 paycall is running on http://127.0.0.1:$PORT with the shipped routes.yaml.
   catalogue:     curl http://127.0.0.1:$PORT/llms.txt
   a 402:         curl -i 'http://127.0.0.1:$PORT/api/http?url=http://127.0.0.1:$SITE_PORT/'
   pay a call:    node tests/e2e/pay.mjs --state $STATE --url 'http://127.0.0.1:$PORT/api/http?url=http://127.0.0.1:$SITE_PORT/'
+  on Solana:     add --network solana
+  networks:      curl http://127.0.0.1:$PORT/status   (networks: each offer's readiness)
   free demo:     curl http://127.0.0.1:$PORT/api/demo/http   (its fixed input is https://example.com/: needs internet)
 Ctrl-C stops paycall, the page server and the chain.
 MSG

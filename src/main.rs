@@ -149,13 +149,68 @@ fn check(path: &Path, list_stages: bool) -> ExitCode {
         app.config.pipelines.len(),
         app.config.payment.accepts.len()
     );
+    let networks = check_networks(&app);
     match check_ledger(&app.config.ledger) {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
+        Ok(line) => println!("{line}"),
         Err(line) => {
             eprintln!("paycall: {line}");
+            return ExitCode::from(1);
+        }
+    }
+    networks
+}
+
+/// `paycall check`'s per-network verdict (payment::readiness): each offer printed; a refusal
+/// under `payment.unsupported_network: refuse` exits 1.
+fn check_networks(app: &server::App) -> ExitCode {
+    let Some(fac) = app
+        .services
+        .get::<paycall::x402::facilitator::FacilitatorClient>()
+    else {
+        return ExitCode::SUCCESS;
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("paycall: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let checks = rt.block_on(paycall::payment::readiness::check(&app.config, &fac));
+    for c in &checks {
+        let state = if c.problem.is_some() {
+            "CANNOT BE PAID"
+        } else if c.warning.is_some() {
+            "not verified"
+        } else {
+            "ready"
+        };
+        println!(
+            "network {} ({}): {state} (facilitator: {}{}{})",
+            c.network,
+            c.name,
+            c.facilitator,
+            c.fee_payer
+                .as_deref()
+                .map(|f| format!(", feePayer {f}"))
+                .unwrap_or_default(),
+            c.token_account
+                .map(|t| format!(", payTo token account: {t}"))
+                .unwrap_or_default(),
+        );
+    }
+    match paycall::payment::readiness::verdict(&checks, app.config.payment.unsupported_network) {
+        Ok(warnings) => {
+            for w in warnings {
+                eprintln!("paycall: warning: {w}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(refusal) => {
+            eprintln!("paycall: {refusal}");
             ExitCode::from(1)
         }
     }
@@ -310,6 +365,25 @@ fn serve(path: &Path) -> ExitCode {
                     eprintln!("paycall: fix ledger.url in routes.yaml or PAYCALL_LEDGER_URL (the default sqlite://paycall.db needs no setup)");
                     return ExitCode::from(1);
                 }
+            }
+        }
+        // Every offer we advertise must be payable (payment::readiness).
+        if let Some(fac) = app.services.get::<paycall::x402::facilitator::FacilitatorClient>() {
+            let checks = paycall::payment::readiness::check(&app.config, &fac).await;
+            let rule = app.config.payment.unsupported_network;
+            match paycall::payment::readiness::verdict(&checks, rule) {
+                Ok(warnings) => {
+                    for w in warnings {
+                        tracing::warn!("{w}");
+                    }
+                }
+                Err(refusal) => {
+                    eprintln!("paycall: {refusal}");
+                    return ExitCode::from(1);
+                }
+            }
+            if let Some(r) = app.services.get::<paycall::payment::readiness::Readiness>() {
+                r.record(checks, rule);
             }
         }
         let addr = app.config.service.listen;

@@ -99,6 +99,9 @@ fn a_sigkilled_server_takes_chromedriver_and_chromium_with_it() {
             "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
         )
         .env("PAYCALL_FACILITATOR_URL", "http://127.0.0.1:9/")
+        // Startup's network checks read the Solana RPC: loopback only in tests.
+        .env("PAYCALL_UPSTREAM_SOLANA_RPC", "http://127.0.0.1:9/")
+        .env("PAYCALL_LEDGER_URL", "sqlite::memory:")
         .env("PAYCALL_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -21,8 +21,6 @@ use std::time::{Duration, Instant};
 use server_support::enc;
 use stack::LocalStack;
 
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
-
 /// One paycall process on a fixed port and ledger file; restartable.
 struct Paycall {
     port: u16,
@@ -183,7 +181,8 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
                 stack.facilitator_url.clone(),
             ),
             ("PAYCALL_EVM_PAY_TO".into(), stack.pay_to.clone()),
-            ("PAYCALL_SOLANA_PAY_TO".into(), SOL_PLACEHOLDER.into()),
+            ("PAYCALL_SOLANA_PAY_TO".into(), stack.solana("payTo")),
+            ("PAYCALL_UPSTREAM_SOLANA_RPC".into(), stack.solana("rpcUrl")),
             ("PAYCALL_ALLOW_CIDRS".into(), "127.0.0.1/32".into()),
             ("PAYCALL_UPSTREAM_BASE_RPC".into(), stack.rpc_url.clone()),
             ("PAYCALL_LOG".into(), "info".into()),

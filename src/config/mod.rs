@@ -34,6 +34,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "receiving address for solana offers",
     ),
     (
+        "PAYCALL_UNSUPPORTED_NETWORK",
+        "refuse or leave_out an offer no buyer could pay (payment.unsupported_network)",
+    ),
+    (
         "PAYCALL_ALLOW_CIDRS",
         "comma-separated CIDRs the outbound guard lets through (empty by default)",
     ),
@@ -142,6 +146,17 @@ pub struct PaymentSettings {
     pub accepts: Vec<AcceptOption>,
     /// /verify calls per minute per payer and per client address (0 = no limit).
     pub verify_per_minute: (u32, u32),
+    /// What startup and `paycall check` do with an offer that cannot be paid (payment::readiness).
+    pub unsupported_network: UnsupportedNetwork,
+}
+
+/// `payment.unsupported_network`: one rule for every offered network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnsupportedNetwork {
+    /// Refuse to start, naming the network and the fix (the default).
+    Refuse,
+    /// Leave the offer out of every challenge, with a warning.
+    LeaveOut,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -169,7 +184,8 @@ pub struct AcceptOption {
     pub decimals: u32,
     pub eip712: Option<(String, String)>,
     pub pay_to: String,
-    /// EVM: the upstream name whose JSON-RPC confirms settlements on chain.
+    /// The upstream name of this network's JSON-RPC: EVM, it confirms settlements on chain;
+    /// Solana, startup checks payTo's token account through it (`solana_rpc` by default).
     pub rpc: Option<String>,
 }
 
@@ -697,11 +713,26 @@ fn validate(
             rpc: a.rpc.clone(),
         });
     }
+    let unsupported_setting = env_nonempty(env, "PAYCALL_UNSUPPORTED_NETWORK")
+        .unwrap_or_else(|| p.unsupported_network.clone());
+    let unsupported_network = match unsupported_setting.as_str() {
+        "refuse" => UnsupportedNetwork::Refuse,
+        "leave_out" => UnsupportedNetwork::LeaveOut,
+        other => {
+            errors_push_simple(
+                &mut r,
+                format!("payment.unsupported_network `{other}` is not known"),
+                "use refuse (do not start when an offer cannot be paid) or leave_out (drop that offer with a warning)",
+            );
+            UnsupportedNetwork::Refuse
+        }
+    };
     let mut payment = PaymentSettings {
         facilitator,
         max_timeout_seconds: p.max_timeout_seconds,
         accepts,
         verify_per_minute: (p.verify_per_minute.payer, p.verify_per_minute.client),
+        unsupported_network,
     };
 
     // guard
@@ -780,6 +811,9 @@ fn validate(
     for a in &mut payment.accepts {
         if a.rpc.is_none() && a.network == "eip155:8453" && upstreams.contains_key("base_rpc") {
             a.rpc = Some("base_rpc".into());
+        }
+        if a.rpc.is_none() && a.is_solana() && upstreams.contains_key("solana_rpc") {
+            a.rpc = Some("solana_rpc".into());
         }
         if let Some(name) = &a.rpc {
             if !upstreams.contains_key(name) {

@@ -68,6 +68,11 @@ pub struct Payment {
     /// minute (0 = no limit); over it → 429 before any facilitator call.
     #[serde(default)]
     pub verify_per_minute: VerifyPerMinute,
+    /// An offered network the facilitator's /supported does not list (or, for Solana, a payTo
+    /// without a token account for the asset): `refuse` to start, or `leave_out` the offer with
+    /// a warning. One rule for every network.
+    #[serde(default = "default_unsupported_network")]
+    pub unsupported_network: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +98,10 @@ fn default_verify_payer() -> u32 {
 }
 fn default_verify_client() -> u32 {
     2_400
+}
+
+fn default_unsupported_network() -> String {
+    "refuse".to_string()
 }
 
 #[derive(Debug, Deserialize)]

@@ -171,7 +171,9 @@ impl Confirmer {
 
     /// Whether this network can be confirmed on chain here.
     pub fn covers(&self, network: &str) -> bool {
-        self.rpcs.contains_key(network)
+        // EIP-3009 events only: a Solana offer's `rpc` serves startup's token-account check, and
+        // a Solana payment must not be judged "not on chain" by an EVM log search.
+        network.starts_with("eip155:") && self.rpcs.contains_key(network)
     }
 
     async fn call(&self, rpc: &Url, method: &str, params: Value) -> Result<Value, String> {

@@ -91,6 +91,8 @@ struct Gate {
     ledger: Arc<Ledger>,
     limiter: Arc<VerifyLimiter>,
     trusted_proxies: Vec<ipnet::IpNet>,
+    /// Offers startup left out (payment.unsupported_network: leave_out).
+    readiness: Option<Arc<super::readiness::Readiness>>,
     /// Unix ms of the last background /supported refresh we started.
     last_refresh: AtomicU64,
     /// Rendered plain challenges by (method, message, Solana feePayer).
@@ -133,6 +135,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         ledger: ctx.services.need::<Ledger>()?,
         limiter: ctx.services.need::<VerifyLimiter>()?,
         trusted_proxies: config.service.trusted_proxies.clone(),
+        readiness: ctx.services.get::<super::readiness::Readiness>(),
         last_refresh: AtomicU64::new(0),
         rendered: RwLock::new(HashMap::new()),
     }))
@@ -241,6 +244,13 @@ impl Gate {
         let mut out = Vec::with_capacity(self.options.len());
         let mut missing_fee_payer = false;
         for (opt, req) in &self.options {
+            if self
+                .readiness
+                .as_ref()
+                .is_some_and(|r| r.is_left_out(&opt.network))
+            {
+                continue;
+            }
             if opt.is_solana() {
                 match self.facilitator.fee_payer(&opt.network) {
                     Some(fp) => {
@@ -805,7 +815,8 @@ impl Gate {
                 Reply::error_with(StatusCode::BAD_REQUEST, "invalid_payment", r.message, extra)
             }
             RefusalKind::Invalid => {
-                let mut reply = self.challenge(&ex.method, r.code, &r.message);
+                let sold = ex.slots.get::<SoldAs>().cloned();
+                let mut reply = self.challenge(sold.as_ref(), &ex.method, r.code, &r.message);
                 if let Some(Value::Object(mut body)) = reply.body_json() {
                     body.append(&mut extra);
                     reply.body = serde_json::to_vec(&body).unwrap_or_default().into();

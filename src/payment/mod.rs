@@ -12,7 +12,8 @@
 //!   facilitator's success that releases a kept reply;
 //! - `limits`: /verify rate limits per payer and per client;
 //! - `upkeep`: reconciliation of payments in doubt, retention;
-//! - `paid`: the typed payment the gate hands to bill and settle.
+//! - `paid`: the typed payment the gate hands to bill and settle;
+//! - `readiness`: whether each offered network can be paid (facilitator, Solana token account).
 //!
 //! The chain runner knows none of this: the three stages are registered like any other, and
 //! meet through the exchange's typed slots.
@@ -25,6 +26,7 @@ pub mod ledger;
 pub mod limits;
 pub mod local_check;
 pub mod paid;
+pub mod readiness;
 pub mod settle;
 pub mod upkeep;
 

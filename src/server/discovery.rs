@@ -1094,6 +1094,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
         "uptimeSeconds": uptime.as_secs(),
         "startedAt": started_at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         "facilitator": facilitator,
+        "networks": crate::payment::readiness::status_of(app),
         "routes": routes,
     })
 }

@@ -73,6 +73,7 @@ pub fn build_with_resolver(
             config.payment.verify_per_minute.0,
             config.payment.verify_per_minute.1,
         )))
+        .with(Arc::new(crate::payment::readiness::Readiness::default()))
         .with(Arc::new(crate::market::MarketHub::new(
             client.clone(),
             config.upstreams.clone(),

@@ -1,9 +1,13 @@
 #!/usr/bin/env node
-// The official x402 client (@x402/fetch over an x402Client with the EVM exact scheme) as a
-// command, so Rust tests can pay the service exactly as a real buyer would.
+// The official x402 client (@x402/fetch over an x402Client with the EVM or the Solana exact
+// scheme) as a command, so Rust tests can pay the service exactly as a real buyer would.
 //
 //   node pay.mjs --state <file> --url <u> [--method GET|POST] [--body <json>] [--header 'k: v']...
-//                [--key 0x<buyer key>] [--timeout-ms N]
+//                [--network base|solana] [--key <buyer key>] [--timeout-ms N]
+//       --network picks the scheme the client registers, so it pays that network's offer:
+//       base (default; --key 0x<EVM private key>) or solana (@x402/svm; --key <64 hex digits, a
+//       32-byte seed>; balances are the owners' USDC associated token accounts on the stack's
+//       Solana RPC)
 //       pays and prints ONE JSON line: {status, headers (lower-case), body (parsed JSON if it
 //       parses, else text), paymentResponse (decoded PAYMENT-RESPONSE or null), buyer, payTo,
 //       buyerBefore, buyerAfter, payToBefore, payToAfter (on-chain USDC, atomic, strings)}
@@ -13,7 +17,7 @@
 //       header value), payload (decoded)} WITHOUT sending it
 //   ... --payment-signature <raw>
 //       sends the request once with that PAYMENT-SIGNATURE (a replay); prints the pay output
-//   node pay.mjs balance --state <file> --address 0x...   prints {address, balance}
+//   node pay.mjs balance --state <file> [--network solana] --address <a>   prints {address, balance}
 //
 // A failure of the client itself (no 402, refused offer, timeout) prints {error, ...} and exits 1.
 import { readFileSync } from "node:fs";
@@ -23,7 +27,9 @@ import { toClientEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { localChain, usdcBalance } from "./lib/chain.mjs";
+import { ata, solanaSignerFromHex } from "./lib/solana.mjs";
 
 const { values: opts, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,6 +40,7 @@ const { values: opts, positionals } = parseArgs({
     body: { type: "string" },
     header: { type: "string", multiple: true, default: [] },
     key: { type: "string" },
+    network: { type: "string", default: "base" },
     address: { type: "string" },
     "sign-only": { type: "boolean", default: false },
     "payment-signature": { type: "string" },
@@ -93,24 +100,56 @@ async function readResponse(res) {
   return { status: res.status, headers, body, paymentResponse };
 }
 
+/** USDC (atomic, string) of `owner`'s associated token account on the stack's Solana RPC; "0" without one. */
+async function solanaUsdcBalance(rpcUrl, owner) {
+  const tokenAccount = await ata(owner);
+  const res = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getTokenAccountBalance", params: [tokenAccount] }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const v = await res.json();
+  if (v.error) return "0"; // no token account: holds nothing
+  return String(v.result.value.amount);
+}
+
+/** The buyer, payTo, balance reader and client scheme of the chosen network. */
+async function networkSide(state, client) {
+  if (opts.network === "solana") {
+    const sol = state.solana;
+    if (!sol) throw new Error("this stack has no Solana leg (state.solana missing)");
+    const signer = await solanaSignerFromHex(opts.key ?? sol.buyerKey);
+    // Registered for Solana mainnet's id only, with the stack's RPC for the client's reads.
+    client?.register(sol.network, new ExactSvmScheme(signer, { rpcUrl: sol.rpcUrl }));
+    return { buyer: signer.address, payTo: sol.payTo, balance: (a) => solanaUsdcBalance(sol.rpcUrl, a) };
+  }
+  if (opts.network !== "base") throw new Error(`--network must be base or solana, got ${opts.network}`);
+  const publicClient = createPublicClient({ chain: localChain(state.rpcUrl), transport: http(state.rpcUrl) });
+  const account = privateKeyToAccount(opts.key ?? state.buyerKey);
+  if (client) {
+    registerExactEvmScheme(client, {
+      signer: toClientEvmSigner(account, publicClient),
+      schemeOptions: { rpcUrl: state.rpcUrl }, // any chain read the client makes stays on the local chain
+    });
+  }
+  return { buyer: account.address, payTo: state.payTo, balance: (a) => usdcBalance(publicClient, a) };
+}
+
 async function main() {
   if (!opts.state) return fail("--state <file> is required (the stack's state file)");
   const state = JSON.parse(readFileSync(opts.state, "utf8"));
-  const publicClient = createPublicClient({ chain: localChain(state.rpcUrl), transport: http(state.rpcUrl) });
 
   if (positionals[0] === "balance") {
-    if (!opts.address) return fail("balance needs --address 0x...");
-    return out({ address: opts.address, balance: await usdcBalance(publicClient, opts.address) });
+    if (!opts.address) return fail("balance needs --address <address>");
+    const side = await networkSide(state, null);
+    return out({ address: opts.address, balance: await side.balance(opts.address) });
   }
   if (positionals.length > 0) return fail(`unknown subcommand ${positionals[0]}`);
   if (!opts.url) return fail("--url is required");
 
-  const account = privateKeyToAccount(opts.key ?? state.buyerKey);
   const client = new x402Client();
-  registerExactEvmScheme(client, {
-    signer: toClientEvmSigner(account, publicClient),
-    schemeOptions: { rpcUrl: state.rpcUrl }, // any chain read the client makes stays on the local chain
-  });
+  const side = await networkSide(state, client);
   const init = requestInit();
 
   if (opts["sign-only"]) {
@@ -131,8 +170,7 @@ async function main() {
     });
   }
 
-  const balances = async () =>
-    Promise.all([usdcBalance(publicClient, account.address), usdcBalance(publicClient, state.payTo)]);
+  const balances = async () => Promise.all([side.balance(side.buyer), side.balance(side.payTo)]);
   const [buyerBefore, payToBefore] = await balances();
   let res;
   if (opts["payment-signature"] !== undefined) {
@@ -145,8 +183,8 @@ async function main() {
   const [buyerAfter, payToAfter] = await balances();
   return out({
     ...result,
-    buyer: account.address,
-    payTo: state.payTo,
+    buyer: side.buyer,
+    payTo: side.payTo,
     buyerBefore,
     buyerAfter,
     payToBefore,

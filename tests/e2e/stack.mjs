@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 // Local x402 payment stack for paycall's end-to-end tests and the README's run command:
 // anvil (chain id 8453) + the test USDC at Base's USDC address + Multicall3 + the official
-// facilitator over HTTP (see lib/facilitator.mjs for its endpoints and fault modes).
+// facilitator over HTTP (see lib/facilitator.mjs for its endpoints and fault modes), and a Solana
+// leg (lib/solana.mjs: a Solana JSON-RPC over litesvm with USDC's mainnet mint, a funded buyer,
+// payTo with its token account and the facilitator's fee payer) settled by the same facilitator.
 //
 //   node tests/e2e/stack.mjs [--state <file>] [--exit-on-stdin-close] [--quiet]
 //
 // When ready it prints ONE JSON line on stdout and (with --state) writes the same JSON to the
 // file, atomically: {rpcUrl, facilitatorUrl, chainId, network, usdc, multicall3, payTo, buyer,
-// buyerKey, facilitatorSigner, admin, spareAccounts, pids}. It stops anvil on SIGTERM/SIGINT/
+// buyerKey, facilitatorSigner, admin, spareAccounts, pids, solana: {rpcUrl, network, usdc, payTo,
+// payToTokenAccount, buyer, buyerKey, buyerTokenAccount, poorBuyer, poorBuyerKey, spare, spareKey,
+// feePayer}} (Solana keys are 32-byte seeds in hex). It stops anvil on SIGTERM/SIGINT/
 // SIGHUP, on its parent's death, and with --exit-on-stdin-close when stdin closes (how a Rust
 // test that drops its handle takes the stack down). Logs go to stderr.
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -30,6 +34,7 @@ import {
 } from "./lib/chain.mjs";
 import { loadContracts } from "./lib/contracts.mjs";
 import { buildFacilitator, startFacilitatorServer } from "./lib/facilitator.mjs";
+import { startSolana } from "./lib/solana.mjs";
 
 const BUYER_FUNDS = 100_000_000n; // 100 USDC
 
@@ -47,12 +52,16 @@ const log = (msg) => {
 
 let anvil = null;
 let facilitatorServer = null;
+let solana = null;
 const statePath = opts.state ? resolve(opts.state) : null;
 
 function shutdown(code, why) {
   if (why) log(`stopping: ${why}`);
   try {
     facilitatorServer?.close();
+  } catch {}
+  try {
+    solana?.close();
   } catch {}
   anvil?.stop();
   if (statePath) rmSync(statePath, { force: true });
@@ -154,7 +163,12 @@ async function main() {
   if (balance !== BUYER_FUNDS) throw new Error(`buyer holds ${balance}, expected ${BUYER_FUNDS}`);
   log(`test USDC at ${USDC_ADDRESS}; buyer ${buyer.address} holds 100 USDC; payTo ${payTo}`);
 
-  const { facilitator, address: facilitatorSigner } = buildFacilitator(rpcUrl, devAccount(ROLES.facilitator).key);
+  solana = await startSolana({ log: (msg) => log(`solana ${msg}`) });
+  log(`solana rpc ${solana.url}: USDC mint ${solana.state.usdc}; buyer ${solana.state.buyer} holds 100 USDC; payTo ${solana.state.payTo} (token account ${solana.state.payToTokenAccount}); fee payer ${solana.state.feePayer}`);
+
+  const { facilitator, address: facilitatorSigner } = buildFacilitator(rpcUrl, devAccount(ROLES.facilitator).key, {
+    solana: { rpcUrl: solana.url, network: solana.state.network, feePayer: solana.feePayer },
+  });
   facilitatorServer = await startFacilitatorServer({
     facilitator,
     mint: (to, amount) => adminWrite("mint", [to, amount]),
@@ -176,6 +190,7 @@ async function main() {
     admin: admin.address,
     spareAccounts: SPARE_ACCOUNTS.map((i) => devAccount(i)),
     pids: { stack: process.pid, anvil: anvil.pid, anvilGuard: anvil.guard.pid },
+    solana: solana.state,
   };
   const json = JSON.stringify(state);
   if (statePath) {

@@ -1,6 +1,7 @@
 //! A real local x402 payment stack for integration tests: anvil (chain id 8453) with the test
 //! USDC at Base's USDC address, Multicall3, and the official facilitator (tests/e2e/stack.mjs),
-//! plus the official client (tests/e2e/pay.mjs) to pay any URL for real.
+//! plus the official client (tests/e2e/pay.mjs) to pay any URL for real; and a Solana leg (a
+//! Solana JSON-RPC over litesvm, settled by the same facilitator) paid with `PayOptions::solana()`.
 //!
 //! Use from an integration test with `#[path = "support/stack.rs"] mod stack;`.
 //!
@@ -98,6 +99,19 @@ pub struct PayOptions {
     pub key: Option<String>,
     /// Extra request headers.
     pub headers: Vec<(String, String)>,
+    /// Which offer the client pays: None or "base" (EVM), or "solana" (the stack's Solana leg;
+    /// `key` is then a 32-byte seed in hex, e.g. `state.solana.poorBuyerKey`).
+    pub network: Option<String>,
+}
+
+impl PayOptions {
+    /// Pays the Solana offer as the stack's funded Solana buyer.
+    pub fn solana() -> PayOptions {
+        PayOptions {
+            network: Some("solana".into()),
+            ..Default::default()
+        }
+    }
 }
 
 /// The official @x402/express seller (tests/e2e/seller.mjs): GET/POST /paid priced in test USDC,
@@ -327,6 +341,40 @@ impl LocalStack {
             .unwrap_or_else(|e| panic!("cannot parse balance {hex}: {e}"))
     }
 
+    // ---- the Solana leg (tests/e2e/lib/solana.mjs) ----
+
+    /// A string field of `state.solana` (rpcUrl, payTo, buyer, poorBuyerKey, feePayer, ...).
+    pub fn solana(&self, name: &str) -> String {
+        self.state["solana"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("stack state has no solana.{name}: {}", self.state))
+            .to_string()
+    }
+
+    /// One JSON-RPC call to the Solana RPC; the whole answer (`result` or `error`).
+    pub fn solana_rpc(&self, method: &str, params: Value) -> Value {
+        let body =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
+        let (status, text) = http_request("POST", &self.solana("rpcUrl"), Some(&body))
+            .unwrap_or_else(|e| panic!("solana rpc {method} failed: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("solana rpc {method} answered {status} with invalid JSON ({e}): {text}")
+        })
+    }
+
+    /// USDC (atomic) in a Solana token account, read from the RPC (getTokenAccountBalance);
+    /// 0 when the account does not exist.
+    pub fn solana_token_balance(&self, token_account: &str) -> u128 {
+        let v = self.solana_rpc("getTokenAccountBalance", json!([token_account]));
+        if v.get("error").is_some() {
+            return 0;
+        }
+        v["result"]["value"]["amount"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("getTokenAccountBalance {token_account}: {v}"))
+    }
+
     // ---- the official client ----
 
     /// Pays `url` with the official client as the funded buyer. Panics if the client itself fails
@@ -409,11 +457,42 @@ impl LocalStack {
         body: Option<&str>,
         payment_signature: &str,
     ) -> PayResult {
-        let (runner, url, method, body, _) =
-            owned(&self.runner, url, method, body, PayOptions::default());
+        self.send_signed_with_async(url, method, body, payment_signature, &PayOptions::default())
+            .await
+    }
+
+    /// `sign_only_async` with options (`network`, `key`).
+    pub async fn sign_only_with_async(
+        &self,
+        url: &str,
+        method: &str,
+        body: Option<&str>,
+        opts: &PayOptions,
+    ) -> SignOnly {
+        let (runner, url, method, body, opts) =
+            owned(&self.runner, url, method, body, opts.clone());
+        tokio::task::spawn_blocking(move || {
+            runner.sign_only_with(&url, &method, body.as_deref(), &opts)
+        })
+        .await
+        .expect("pay.mjs runner thread panicked")
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `send_signed_async` with options (`network` decides whose balances are read).
+    pub async fn send_signed_with_async(
+        &self,
+        url: &str,
+        method: &str,
+        body: Option<&str>,
+        payment_signature: &str,
+        opts: &PayOptions,
+    ) -> PayResult {
+        let (runner, url, method, body, opts) =
+            owned(&self.runner, url, method, body, opts.clone());
         let sig = payment_signature.to_string();
         tokio::task::spawn_blocking(move || {
-            runner.send_signed(&url, &method, body.as_deref(), &sig)
+            runner.send_signed_with(&url, &method, body.as_deref(), &sig, &opts)
         })
         .await
         .expect("pay.mjs runner thread panicked")
@@ -539,12 +618,7 @@ impl NodeRunner {
         opts: &PayOptions,
     ) -> Result<PayResult, String> {
         let mut args = request_args(url, method, body);
-        if let Some(key) = &opts.key {
-            args.extend(["--key".to_string(), key.clone()]);
-        }
-        for (name, value) in &opts.headers {
-            args.extend(["--header".to_string(), format!("{name}: {value}")]);
-        }
+        option_args(&mut args, opts);
         parse_pay(self.run_pay(&args)?)
     }
 
@@ -555,13 +629,36 @@ impl NodeRunner {
         body: Option<&str>,
         sig: &str,
     ) -> Result<PayResult, String> {
+        self.send_signed_with(url, method, body, sig, &PayOptions::default())
+    }
+
+    fn send_signed_with(
+        &self,
+        url: &str,
+        method: &str,
+        body: Option<&str>,
+        sig: &str,
+        opts: &PayOptions,
+    ) -> Result<PayResult, String> {
         let mut args = request_args(url, method, body);
+        option_args(&mut args, opts);
         args.extend(["--payment-signature".to_string(), sig.to_string()]);
         parse_pay(self.run_pay(&args)?)
     }
 
     fn sign_only(&self, url: &str, method: &str, body: Option<&str>) -> Result<SignOnly, String> {
+        self.sign_only_with(url, method, body, &PayOptions::default())
+    }
+
+    fn sign_only_with(
+        &self,
+        url: &str,
+        method: &str,
+        body: Option<&str>,
+        opts: &PayOptions,
+    ) -> Result<SignOnly, String> {
         let mut args = request_args(url, method, body);
+        option_args(&mut args, opts);
         args.push("--sign-only".to_string());
         let v = self.run_pay(&args)?;
         let payment_signature = v["paymentSignature"]
@@ -644,6 +741,18 @@ fn request_args(url: &str, method: &str, body: Option<&str>) -> Vec<String> {
     args
 }
 
+fn option_args(args: &mut Vec<String>, opts: &PayOptions) {
+    if let Some(key) = &opts.key {
+        args.extend(["--key".to_string(), key.clone()]);
+    }
+    if let Some(network) = &opts.network {
+        args.extend(["--network".to_string(), network.clone()]);
+    }
+    for (name, value) in &opts.headers {
+        args.extend(["--header".to_string(), format!("{name}: {value}")]);
+    }
+}
+
 fn parse_pay(v: Value) -> Result<PayResult, String> {
     let amount = |name: &str| -> Result<u128, String> {
         v[name]
@@ -724,6 +833,8 @@ fn check_installed(e2e_dir: &Path) {
         "node_modules/@x402/fetch/package.json",
         "node_modules/@modelcontextprotocol/sdk/package.json",
         "node_modules/viem/package.json",
+        "node_modules/@x402/svm/package.json",
+        "node_modules/litesvm-linux-x64-gnu/package.json",
         "node_modules/solc/package.json",
         "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil",
     ];

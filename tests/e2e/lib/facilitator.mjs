@@ -1,5 +1,6 @@
 // The facilitator HTTP server: the official x402 facilitator (@x402/core x402Facilitator with the
-// @x402/evm exact scheme, v2 on eip155:8453 and v1 on "base") behind POST /verify, POST /settle
+// @x402/evm exact scheme, v2 on eip155:8453 and v1 on "base", and the @x402/svm exact scheme on
+// Solana mainnet's id when the stack runs its Solana leg: one /supported lists both) behind POST /verify, POST /settle
 // and GET /supported, answering as coinbase's example facilitator does (200 with the verdict,
 // 400 for a body without paymentPayload/paymentRequirements, 500 {error} when it throws).
 //
@@ -18,6 +19,8 @@ import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
+import { toFacilitatorSvmSigner } from "@x402/svm";
+import { ExactSvmScheme } from "@x402/svm/exact/facilitator";
 import { createWalletClient, http, publicActions } from "viem";
 import { nonceManager, privateKeyToAccount } from "viem/accounts";
 import { NETWORK, localChain } from "./chain.mjs";
@@ -35,8 +38,12 @@ export const MODES = {
 
 const MAX_BODY = 1 << 20;
 
-/** Builds the official facilitator over a viem wallet client paying gas from `key`. */
-export function buildFacilitator(rpcUrl, key) {
+/**
+ * Builds the official facilitator over a viem wallet client paying gas from `key`; with
+ * `solana: {rpcUrl, feePayer}` (a kit signer) it also settles Solana payments, `feePayer` paying
+ * the transaction fees (listed as `extra.feePayer` in /supported).
+ */
+export function buildFacilitator(rpcUrl, key, { solana } = {}) {
   // nonceManager: concurrent settlements from one gas payer must not pick the same nonce.
   const account = privateKeyToAccount(key, { nonceManager });
   const client = createWalletClient({
@@ -62,6 +69,11 @@ export function buildFacilitator(rpcUrl, key) {
   const facilitator = new x402Facilitator()
     .register(NETWORK, new ExactEvmScheme(signer))
     .registerV1("base", new ExactEvmSchemeV1(signer));
+  if (solana) {
+    // { defaultRpcUrl }: a kit Rpc object passed directly is taken for a per-network map.
+    const svmSigner = toFacilitatorSvmSigner(solana.feePayer, { defaultRpcUrl: solana.rpcUrl });
+    facilitator.register(solana.network, new ExactSvmScheme(svmSigner));
+  }
   return { facilitator, address: account.address };
 }
 

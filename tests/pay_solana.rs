@@ -1,0 +1,294 @@
+//! Solana paid for real, with the SHIPPED routes.yaml and pipelines: the stack's Solana leg (a
+//! Solana JSON-RPC over litesvm with the real SPL Token and ATA programs and USDC's mainnet mint),
+//! the official @x402/svm facilitator scheme in the same facilitator as the EVM one, and the
+//! official client paying paycall's Solana offer. Every check reads both token balances from the
+//! Solana RPC and the facilitator's call trace.
+
+#[path = "support/server.rs"]
+mod server_support;
+#[path = "support/stack.rs"]
+mod stack;
+#[path = "support/upstream.rs"]
+mod upstream;
+
+use serde_json::{json, Value};
+use std::path::Path;
+
+use paycall::config;
+use paycall::server;
+use server_support::{enc, send_signed};
+use stack::{LocalStack, PayOptions};
+
+const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+
+/// paycall with the shipped config, paid to the stack's EVM and Solana payTo, through the
+/// stack's facilitator, allowed to reach 127.0.0.1 only.
+async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
+    let pay_to = stack.pay_to.clone();
+    let sol_pay_to = stack.solana("payTo");
+    let sol_rpc = stack.solana("rpcUrl");
+    let env = move |k: &str| -> Option<String> {
+        match k {
+            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
+            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
+            "PAYCALL_SOLANA_PAY_TO" => Some(sol_pay_to.clone()),
+            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
+            "PAYCALL_UPSTREAM_SOLANA_RPC" => Some(sol_rpc.clone()),
+            _ => None,
+        }
+    };
+    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let services = server::services::build(&cfg).expect("services");
+    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
+    server_support::start_app(app).await
+}
+
+fn decode_b64_json(v: &str) -> Value {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v.trim())
+        .expect("base64");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+/// Both Solana token balances (buyer, payTo), read from the RPC.
+fn balances(stack: &LocalStack) -> (u128, u128) {
+    (
+        stack.solana_token_balance(&stack.solana("buyerTokenAccount")),
+        stack.solana_token_balance(&stack.solana("payToTokenAccount")),
+    )
+}
+
+/// A successful Solana receipt: the network, the payer, and a base58 transaction signature that
+/// the RPC reports as landed without error.
+fn assert_solana_receipt(stack: &LocalStack, receipt: &Value) {
+    assert_eq!(receipt["success"], true, "{receipt}");
+    assert_eq!(receipt["network"], SOLANA, "{receipt}");
+    assert_eq!(receipt["payer"], stack.solana("buyer"), "{receipt}");
+    let tx = receipt["transaction"].as_str().expect("transaction");
+    assert!(
+        (64..=88).contains(&tx.len()) && bs58::decode(tx).into_vec().map(|b| b.len()) == Ok(64),
+        "a Solana signature: {tx}"
+    );
+    let st = stack.solana_rpc("getSignatureStatuses", json!([[tx]]));
+    let status = &st["result"]["value"][0];
+    assert!(status.is_object(), "the transaction is on chain: {st}");
+    assert_eq!(status["err"], Value::Null, "{st}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn solana_offers_are_paid_for_real_on_http_fetch_and_extract() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let sol = PayOptions::solana();
+
+    // The challenge offers both networks; Solana with the facilitator's fee payer.
+    let url = paycall.url(&format!("/api/http?url={}", enc(&up.url("/hello"))));
+    let r = server_support::client().get(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 402);
+    let challenge = decode_b64_json(r.headers()["payment-required"].to_str().unwrap());
+    let accepts = challenge["accepts"].as_array().unwrap();
+    assert_eq!(accepts.len(), 2, "{challenge}");
+    let offer = accepts.iter().find(|a| a["network"] == SOLANA).unwrap();
+    assert_eq!(offer["payTo"], stack.solana("payTo"));
+    assert_eq!(
+        offer["asset"],
+        "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
+    );
+    assert_eq!(offer["amount"], "10000");
+    assert_eq!(offer["extra"]["feePayer"], stack.solana("feePayer"));
+
+    // GET /api/http, paid on Solana.
+    let start = balances(&stack);
+    let paid = stack.try_pay_async(&url, "GET", None, &sol).await.unwrap();
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    assert_eq!(paid.body["body"], "hello");
+    // (`priced` names the route's first offer, Base, by spec 2.1: the receipt names the network.)
+    assert_eq!(paid.body["priced"]["amountAtomic"], "10000");
+    assert_solana_receipt(&stack, paid.payment_response.as_ref().expect("receipt"));
+    assert_eq!(paid.buyer_spent(), 10_000, "buyer paid exactly the price");
+    assert_eq!(
+        paid.pay_to_received(),
+        10_000,
+        "payTo got exactly the price"
+    );
+    assert_eq!(balances(&stack), (start.0 - 10_000, start.1 + 10_000));
+    assert_eq!(stack.settle_calls(), 1);
+    let settled = &stack.calls()[1];
+    assert_eq!(settled["endpoint"], "/settle");
+    assert_eq!(settled["body"]["paymentRequirements"]["network"], SOLANA);
+
+    // GET /api/fetch (20000).
+    stack.reset_calls();
+    let furl = paycall.url(&format!("/api/fetch?url={}", enc(&up.url("/article"))));
+    let before = balances(&stack);
+    let paid = stack.try_pay_async(&furl, "GET", None, &sol).await.unwrap();
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    assert!(paid.body["content"]
+        .as_str()
+        .unwrap()
+        .contains("The harbour was quiet that morning"));
+    assert_solana_receipt(&stack, paid.payment_response.as_ref().expect("receipt"));
+    assert_eq!(balances(&stack), (before.0 - 20_000, before.1 + 20_000));
+    assert_eq!(stack.settle_calls(), 1);
+
+    // POST /api/extract with the caller's html (15000): nothing fetched.
+    stack.reset_calls();
+    let before = balances(&stack);
+    let body =
+        json!({"url": "https://example.com/mine", "html": "<title>Mine</title><a href='/x'>x</a>"})
+            .to_string();
+    let paid = stack
+        .try_pay_async(&paycall.url("/api/extract"), "POST", Some(&body), &sol)
+        .await
+        .unwrap();
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    assert_eq!(paid.body["title"], "Mine");
+    assert_solana_receipt(&stack, paid.payment_response.as_ref().expect("receipt"));
+    assert_eq!(balances(&stack), (before.0 - 15_000, before.1 + 15_000));
+    assert_eq!(stack.settle_calls(), 1);
+
+    assert_eq!(
+        balances(&stack),
+        (start.0 - 45_000, start.1 + 45_000),
+        "three calls, three prices, nothing else moved"
+    );
+    assert_eq!(canary.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn solana_not_charged_replays_and_a_payer_without_funds() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    let paycall = paycall_for(&stack).await;
+    let sol = PayOptions::solana();
+    let target = |p: &str| paycall.url(&format!("/api/http?url={}", enc(&up.url(p))));
+    let start = balances(&stack);
+
+    // Not charged: a redirect to a blocked address is refused after verify, never settled.
+    let url = target("/to-canary");
+    let signed = stack.sign_only_with_async(&url, "GET", None, &sol).await;
+    assert_eq!(signed.payload["accepted"]["network"], SOLANA);
+    let (s, h, b) = send_signed(&url, &signed.payment_signature).await;
+    assert_eq!(
+        (s, b["error"].as_str().unwrap_or("")),
+        (400, "blocked_target"),
+        "{b}"
+    );
+    assert!(h.get("payment-response").is_none());
+    // Straight at a blocked address: refused before the facilitator.
+    let blocked = paycall.url(&format!("/api/http?url={}", enc("http://127.0.0.2/")));
+    let one = stack
+        .sign_only_with_async(&blocked, "GET", None, &sol)
+        .await;
+    let (s, _, b) = send_signed(&blocked, &one.payment_signature).await;
+    assert_eq!(
+        (s, b["error"].as_str().unwrap_or("")),
+        (400, "blocked_target"),
+        "{b}"
+    );
+    assert_eq!(
+        stack.verify_calls(),
+        1,
+        "only the redirect case reached verify"
+    );
+    assert_eq!(
+        stack.settle_calls(),
+        0,
+        "a not-charged outcome never settles"
+    );
+    assert_eq!(balances(&stack), start, "nothing moved on chain");
+    assert_eq!(canary.hits(), 0);
+
+    // The same Solana payment five times at once: served once, the others 409; one settlement.
+    stack.reset_calls();
+    let url = target("/slow?ms=1500");
+    let sig = stack
+        .sign_only_with_async(&url, "GET", None, &sol)
+        .await
+        .payment_signature;
+    let hits = up.total();
+    let tasks: Vec<_> = (0..5)
+        .map(|_| {
+            let (u, s) = (url.clone(), sig.clone());
+            tokio::spawn(async move { send_signed(&u, &s).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    let mut statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    statuses.sort();
+    assert_eq!(statuses, vec![200, 409, 409, 409, 409], "{statuses:?}");
+    for (s, _, b) in &answers {
+        if *s == 409 {
+            assert_eq!(b["error"], "payment_in_flight", "{b}");
+        }
+    }
+    let (_, h, first) = answers.iter().find(|a| a.0 == 200).unwrap().clone();
+    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    assert_solana_receipt(&stack, &receipt);
+    assert_eq!(up.total(), hits + 1, "the work ran once");
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(balances(&stack), (start.0 - 10_000, start.1 + 10_000));
+
+    // Replayed after settlement: the kept reply and receipt, no second verify or settlement.
+    let verifies = stack.verify_calls();
+    let (s, h2, again) = send_signed(&url, &sig).await;
+    assert_eq!(s, 200, "{again}");
+    assert_eq!(again, first, "the same answer");
+    assert_eq!(
+        h2["payment-response"], h["payment-response"],
+        "the same receipt"
+    );
+    assert_eq!(stack.verify_calls(), verifies);
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(up.total(), hits + 1, "the work is not redone");
+    assert_eq!(balances(&stack), (start.0 - 10_000, start.1 + 10_000));
+
+    // A payer without funds (a token account holding 0): a clear 402, nothing served.
+    stack.reset_calls();
+    let poor = PayOptions {
+        key: Some(stack.solana("poorBuyerKey")),
+        ..PayOptions::solana()
+    };
+    let hits = up.total();
+    let before = balances(&stack);
+    let refused = stack
+        .try_pay_async(&target("/hello"), "GET", None, &poor)
+        .await
+        .unwrap();
+    assert_eq!(refused.status, 402, "{:?}", refused.body);
+    let reason = refused.body["error"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("invalid_exact_svm"),
+        "the facilitator's reason: {:?}",
+        refused.body
+    );
+    let message = refused.body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("refused the payment"), "{message}");
+    assert!(refused.payment_response.is_none(), "no receipt");
+    assert!(
+        refused.body.get("body").is_none(),
+        "nothing served: {:?}",
+        refused.body
+    );
+    assert_eq!(up.total(), hits, "no work for a refused payment");
+    assert_eq!(stack.verify_calls(), 1);
+    assert_eq!(stack.settle_calls(), 0);
+    assert_eq!(balances(&stack), before);
+    assert_eq!(
+        stack.solana_token_balance(&stack.solana("poorBuyer")),
+        0,
+        "(an owner address is not a token account)"
+    );
+}
