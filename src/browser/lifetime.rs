@@ -231,6 +231,18 @@ mod tests {
         };
         let mut orphan = spawn(&dead_root);
         let mut ours = spawn(&live_root);
+        // A spawned child shows the test binary's argv until it has exec'd `sh`: wait (bounded)
+        // until both show theirs, or the reaper has nothing to find.
+        let execd = |pid: u32| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains("--user-data-dir"))
+                .unwrap_or(false)
+        };
+        let started = std::time::Instant::now();
+        while !(execd(orphan.id()) && execd(ours.id())) {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let killed = reap_orphans(tmp.path());
         // The orphan shell, and any child it had just forked (a fork carries the same argv).
         assert!(killed.contains(&(orphan.id() as i32)), "{killed:?}");
