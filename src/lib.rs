@@ -13,6 +13,7 @@ pub mod config;
 pub mod doc;
 pub mod market;
 pub mod net;
+pub mod ops;
 pub mod payment;
 pub mod pdf;
 pub mod pipeline;

@@ -28,4 +28,4 @@ pub mod paid;
 pub mod settle;
 pub mod upkeep;
 
-pub use paid::{Billed, Paid, Resume};
+pub use paid::{Billed, Outcome, Paid, Resume, Settled};
