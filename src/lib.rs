@@ -14,6 +14,7 @@ pub mod doc;
 pub mod market;
 pub mod mcp;
 pub mod net;
+pub mod ops;
 pub mod payment;
 pub mod pdf;
 pub mod pipeline;

@@ -62,6 +62,9 @@ enum Command {
     },
     /// Print the catalogue: path, methods, price, pipeline.
     Routes,
+    /// Ask the running server to reload routes.yaml and pipelines/ (POST /reload on its admin
+    /// listener; SIGHUP does the same). Exit 1 when the new files are refused.
+    Reload,
     /// The payment ledger: totals per day, route and network, pending and failed settlements,
     /// recent payments.
     Ledger {
@@ -105,6 +108,7 @@ fn main() -> ExitCode {
     match command {
         Command::Check { stages } => check(&cli.config, stages),
         Command::Routes => routes(&cli.config),
+        Command::Reload => reload(&cli.config),
         Command::Serve => serve(&cli.config),
         Command::Markdown { source } => markdown(&cli.config, &source),
         Command::Ledger {
@@ -314,6 +318,78 @@ fn ledger(path: &Path, since: &str, route: Option<String>, recent: usize, json: 
     ExitCode::SUCCESS
 }
 
+/// `paycall reload`: POST /reload on the admin listener named by the config (or
+/// PAYCALL_ADMIN_LISTEN when the file itself is what is broken), print the report.
+fn reload(path: &Path) -> ExitCode {
+    let admin = match config::load(path) {
+        Ok(c) => c.service.admin_listen,
+        Err(_) => Some(
+            std::env::var("PAYCALL_ADMIN_LISTEN")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| "127.0.0.1:9402".parse().expect("static addr")),
+        ),
+    };
+    let Some(admin) = admin else {
+        eprintln!("paycall reload: the admin listener is off; send SIGHUP to the server instead");
+        return ExitCode::from(1);
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("paycall: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    paycall::net::install_crypto_provider();
+    let answer = rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let r = client
+            .post(format!("http://{admin}/reload"))
+            .send()
+            .await
+            .map_err(|e| format!("no paycall admin listener at {admin}: {e}"))?;
+        let ok = r.status().is_success();
+        let body = r.text().await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((ok, body))
+    });
+    match answer {
+        Ok((ok, body)) => {
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if ok {
+                println!(
+                    "reloaded: {} routes, config {} loaded {}",
+                    v["routes"], v["config"]["hash"], v["config"]["loadedAt"]
+                );
+                for s in v["restartNeeded"].as_array().into_iter().flatten() {
+                    println!("needs a restart to apply: {}", s.as_str().unwrap_or(""));
+                }
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("paycall reload: refused; the running configuration stays");
+                for e in v["errors"].as_array().into_iter().flatten() {
+                    eprintln!("{}", e.as_str().unwrap_or(""));
+                }
+                if v.is_null() {
+                    eprintln!("{body}");
+                }
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("paycall reload: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn routes(path: &Path) -> ExitCode {
     let app = match load_app(path) {
         Ok(a) => a,
@@ -394,9 +470,40 @@ fn serve(path: &Path) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        let admin = match app.config.service.admin_listen {
+            Some(a) => match tokio::net::TcpListener::bind(a).await {
+                Ok(l) => {
+                    tracing::info!(admin = %a, "admin listener (/metrics, /config, /reload)");
+                    Some(l)
+                }
+                Err(e) => {
+                    eprintln!("paycall: cannot listen on {a} for the admin listener: {e} (set PAYCALL_ADMIN_LISTEN or service.admin_listen, or `off`)");
+                    return ExitCode::from(1);
+                }
+            },
+            None => None,
+        };
         let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        tracing::info!(listen = %local, routes = app.routes.len(), base_url = %app.config.service.base_url, "paycall serving");
-        server::serve(app, listener, server::shutdown_signal()).await;
+        tracing::info!(listen = %local, routes = app.routes.len(), base_url = %app.config.service.base_url, config = %app.stamp.hash, "paycall serving");
+        let live = paycall::ops::reload::Live::new(
+            app,
+            Some(paycall::ops::reload::Live::file_loader(path.to_path_buf())),
+        );
+        #[cfg(unix)]
+        {
+            let live = live.clone();
+            tokio::spawn(async move {
+                use tokio::signal::unix::{signal, SignalKind};
+                let Ok(mut hup) = signal(SignalKind::hangup()) else {
+                    return;
+                };
+                while hup.recv().await.is_some() {
+                    tracing::info!("SIGHUP: reloading the configuration");
+                    live.reload().await;
+                }
+            });
+        }
+        server::serve_live(live, listener, admin, server::shutdown_signal()).await;
         tracing::info!("paycall stopped");
         ExitCode::SUCCESS
     })

@@ -20,6 +20,10 @@ use url::Url;
 pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("PAYCALL_LISTEN", "host:port to listen on"),
     (
+        "PAYCALL_ADMIN_LISTEN",
+        "host:port of the admin listener (/metrics, /config, /reload), or `off`",
+    ),
+    (
         "PAYCALL_BASE_URL",
         "canonical public base URL (service.base_url)",
     ),
@@ -135,6 +139,8 @@ pub struct ServiceSettings {
     pub base_url: Url,
     pub backup_url: Option<Url>,
     pub listen: SocketAddr,
+    /// The admin listener (/metrics, /config, /reload); None when `off`.
+    pub admin_listen: Option<SocketAddr>,
     pub trusted_proxies: Vec<IpNet>,
     pub shutdown_grace: Duration,
 }
@@ -573,6 +579,31 @@ fn validate(
         );
         "127.0.0.1:8402".parse().expect("static addr")
     });
+    let admin_raw =
+        env_nonempty(env, "PAYCALL_ADMIN_LISTEN").unwrap_or_else(|| s.admin_listen.value.clone());
+    let admin_listen = if admin_raw.trim() == "off" {
+        None
+    } else {
+        match admin_raw.parse::<SocketAddr>() {
+            Ok(a) if a == listen && a.port() != 0 => {
+                r.at(
+                    s.admin_listen.referenced,
+                    format!("admin_listen `{admin_raw}` is the public listen address"),
+                    "give the admin listener its own port (default 127.0.0.1:9402): /metrics shows revenue",
+                );
+                None
+            }
+            Ok(a) => Some(a),
+            Err(_) => {
+                r.at(
+                    s.admin_listen.referenced,
+                    format!("admin listen address `{admin_raw}` is not host:port"),
+                    "write an IP and port, e.g. 127.0.0.1:9402, or `off` (PAYCALL_ADMIN_LISTEN overrides)",
+                );
+                None
+            }
+        }
+    };
     let mut trusted_proxies = Vec::new();
     for p in &s.trusted_proxies {
         match parse_cidr(&p.value) {
@@ -587,6 +618,7 @@ fn validate(
         base_url,
         backup_url,
         listen,
+        admin_listen,
         trusted_proxies,
         shutdown_grace: Duration::from_secs(s.shutdown_grace_s),
     };

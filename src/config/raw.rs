@@ -47,6 +47,10 @@ pub struct Service {
     /// host:port to listen on (PAYCALL_LISTEN overrides).
     #[serde(default = "default_listen")]
     pub listen: Spanned<String>,
+    /// host:port of the admin listener (/metrics, /config, /reload), `off` for none
+    /// (PAYCALL_ADMIN_LISTEN overrides). Never the public port: revenue is not public.
+    #[serde(default = "default_admin_listen")]
+    pub admin_listen: Spanned<String>,
     /// Proxies (CIDRs) whose X-Forwarded-For is believed for per-client demo limits.
     #[serde(default)]
     pub trusted_proxies: Vec<Spanned<String>>,
@@ -310,6 +314,13 @@ fn default_version() -> String {
 fn default_listen() -> Spanned<String> {
     Spanned::new(
         "127.0.0.1:8402".into(),
+        serde_saphyr::Location::UNKNOWN,
+        serde_saphyr::Location::UNKNOWN,
+    )
+}
+fn default_admin_listen() -> Spanned<String> {
+    Spanned::new(
+        "127.0.0.1:9402".into(),
         serde_saphyr::Location::UNKNOWN,
         serde_saphyr::Location::UNKNOWN,
     )

@@ -30,4 +30,4 @@ pub mod readiness;
 pub mod settle;
 pub mod upkeep;
 
-pub use paid::{Billed, Paid, Resume};
+pub use paid::{Billed, Outcome, Paid, Resume, Settled};

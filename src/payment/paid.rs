@@ -32,3 +32,38 @@ pub struct Resume {
 /// The bill stage's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Billed(pub bool);
+
+/// What the settle stage made of a verified paid call (read by the metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Settled: the money moved, the answer was released.
+    Charged,
+    /// The bill rule said not to charge; nothing was settled.
+    NotCharged,
+    /// The facilitator (or the chain) says it did not settle; the answer was withheld.
+    SettleFailed,
+    /// Outcome unknown; the client repeats the same payment later.
+    Pending,
+    /// Settlement could not be asked (facilitator or ledger unreachable); nothing moved.
+    NotSettled,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Charged => "charged",
+            Outcome::NotCharged => "not_charged",
+            Outcome::SettleFailed => "settle_failed",
+            Outcome::Pending => "pending",
+            Outcome::NotSettled => "not_settled",
+        }
+    }
+}
+
+/// The settle stage's outcome for this exchange, with the offer's network and atomic amount.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub outcome: Outcome,
+    pub network: String,
+    pub amount: String,
+}

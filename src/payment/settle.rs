@@ -22,7 +22,7 @@ use std::sync::Arc;
 use super::confirm::{Authorization, Confirmer, Onchain};
 use super::gate::{reply_to_kept, Replayed};
 use super::ledger::{now_ms, Ledger, State, Store, Update};
-use super::paid::{Billed, Paid, Resume};
+use super::paid::{Billed, Outcome, Paid, Resume, Settled};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 use crate::x402::codec::encode_header;
 use crate::x402::facilitator::{FacilitatorClient, FacilitatorError, SettleOutcome};
@@ -122,7 +122,7 @@ impl Stage for Settle {
             }
         };
         let charged = ex.slots.get::<Billed>().is_some_and(|b| b.0);
-        let answer = if let Some(resume) = &paid.resume {
+        let (answer, outcome) = if let Some(resume) = &paid.resume {
             self.resume(&*store, &paid, resume, reply, &ex.id).await
         } else if !charged {
             let u = Update {
@@ -137,10 +137,15 @@ impl Stage for Settle {
             {
                 tracing::warn!(request_id = %ex.id, error = %e, "ledger: not-charged outcome not recorded");
             }
-            reply
+            (reply, Outcome::NotCharged)
         } else {
             self.charge(&*store, &paid, reply, &ex.id).await
         };
+        ex.slots.put(Settled {
+            outcome,
+            network: paid.offer.network.clone(),
+            amount: paid.offer.amount.clone(),
+        });
         ex.reply = Some(answer);
         Flow::Continue
     }
@@ -161,7 +166,13 @@ impl Settle {
         reply.body.len() <= self.ledger.settings.max_reply_bytes
     }
 
-    async fn charge(&self, store: &dyn Store, paid: &Paid, reply: Reply, rid: &str) -> Reply {
+    async fn charge(
+        &self,
+        store: &dyn Store,
+        paid: &Paid,
+        reply: Reply,
+        rid: &str,
+    ) -> (Reply, Outcome) {
         let now = now_ms();
         let keep_until = self.keep_until(paid, now);
         if !self.keepable(&reply) {
@@ -178,11 +189,11 @@ impl Settle {
             Ok(true) => {}
             Ok(false) => {
                 tracing::error!(request_id = %rid, "ledger: our claim on the payment ended before settlement; nothing settled");
-                return ledger_down();
+                return (ledger_down(), Outcome::NotSettled);
             }
             Err(e) => {
                 tracing::error!(request_id = %rid, error = %e, "ledger unavailable before settlement; nothing settled");
-                return ledger_down();
+                return (ledger_down(), Outcome::NotSettled);
             }
         }
         let verdict = match self.facilitator.settle(&paid.payload, &paid.offer).await {
@@ -210,7 +221,7 @@ impl Settle {
         resume: &Resume,
         reply: Reply,
         rid: &str,
-    ) -> Reply {
+    ) -> (Reply, Outcome) {
         let known_tx = resume.row.transaction.clone();
         // 1. The chain, when we can read it.
         if let Some(v) = self.on_chain(paid, known_tx.as_deref(), rid).await {
@@ -293,8 +304,14 @@ impl Settle {
         reply: Reply,
         verdict: Verdict,
         rid: &str,
-    ) -> Reply {
+    ) -> (Reply, Outcome) {
         let now = now_ms();
+        let outcome = match &verdict {
+            Verdict::Paid { .. } => Outcome::Charged,
+            Verdict::Failed { .. } => Outcome::SettleFailed,
+            Verdict::Pending { .. } => Outcome::Pending,
+            Verdict::NotAsked(_) => Outcome::NotSettled,
+        };
         let (update, answer) = match verdict {
             Verdict::Paid {
                 receipt,
@@ -363,7 +380,7 @@ impl Settle {
                 tracing::error!(request_id = %rid, error = %e, "ledger: outcome not recorded")
             }
         }
-        answer
+        (answer, outcome)
     }
 
     fn pending_reply(&self, transaction: Option<&str>) -> Reply {

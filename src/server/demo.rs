@@ -241,7 +241,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
     warp::path!("api" / "demo" / String)
         .and(warp::method())
         .and(warp::header::headers_cloned())
-        .and(warp::addr::remote())
+        .and(super::listen::remote())
         .then(
             move |name: String, method: Method, headers: HeaderMap, remote| {
                 let app = app.clone();
@@ -310,10 +310,23 @@ pub async fn handle(
     let Some(demo) = entry.spec.demo.as_ref() else {
         return Reply::error(StatusCode::NOT_FOUND, "unknown_demo", "no demo");
     };
+    let produced = std::sync::atomic::AtomicBool::new(false);
     let sample = state
         .samples
-        .get_or_produce(&entry.spec.name, demo.ttl, run_sample(entry))
+        .get_or_produce(&entry.spec.name, demo.ttl, async {
+            produced.store(true, std::sync::atomic::Ordering::Relaxed);
+            run_sample(entry).await
+        })
         .await;
+    let result = if produced.load(std::sync::atomic::Ordering::Relaxed) {
+        "miss"
+    } else {
+        "hit"
+    };
+    app.metrics
+        .demo_cache
+        .with_label_values(&[&entry.spec.name, result])
+        .inc();
     let last_good = match state.last_good.lock() {
         Ok(mut kept) => {
             if sample.succeeded() {

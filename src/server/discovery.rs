@@ -1093,6 +1093,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
         "version": app.config.service.version,
         "uptimeSeconds": uptime.as_secs(),
         "startedAt": started_at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        "config": app.stamp.to_json(),
         "facilitator": facilitator,
         "networks": crate::payment::readiness::status_of(app),
         "routes": routes,

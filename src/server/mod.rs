@@ -3,8 +3,10 @@
 //!
 //! Nothing route-specific lives here: a route is YAML plus stages.
 
+pub mod admin;
 pub mod demo;
 pub mod discovery;
+pub mod listen;
 pub mod respond;
 pub mod services;
 
@@ -41,6 +43,9 @@ pub struct App {
     pub demo: demo::DemoState,
     /// Paid exchanges running detached from their connection (see `handle_route`).
     pub paid_calls: Arc<PaidCalls>,
+    /// The hash and load time of the configuration this App was built from.
+    pub stamp: crate::ops::reload::ConfigStamp,
+    pub metrics: Arc<crate::ops::metrics::Metrics>,
 }
 
 /// Counts paid exchanges in flight, so shutdown can wait for their settlements.
@@ -139,6 +144,10 @@ pub fn build_app_with(
         return Err(ConfigErrors(errors));
     }
     let demo = demo::DemoState::new(&config);
+    let metrics = services
+        .get::<crate::ops::metrics::Metrics>()
+        .unwrap_or_default();
+    let stamp = crate::ops::reload::ConfigStamp::of(&config);
     Ok(App {
         config,
         routes,
@@ -146,6 +155,8 @@ pub fn build_app_with(
         started: Instant::now(),
         paid_calls: Arc::new(PaidCalls::default()),
         demo,
+        stamp,
+        metrics,
     })
 }
 
@@ -184,7 +195,7 @@ fn incoming(
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
         .and(warp::body::stream())
-        .and(warp::addr::remote())
+        .and(listen::remote())
         .then(
             move |method: Method, query: String, headers: HeaderMap, body, remote| async move {
                 let arrived = std::time::Instant::now();
@@ -326,6 +337,7 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
         let task = tokio::spawn(async move {
             let _guard = guard;
             run_exchange(&app2.routes[index], &mut ex).await;
+            crate::ops::observe_exchange(&app2.metrics, &app2.routes[index], &ex);
             ex
         });
         ex = match task.await {
@@ -342,6 +354,7 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
         };
     } else {
         run_exchange(entry, &mut ex).await;
+        crate::ops::observe_exchange(&app.metrics, entry, &ex);
     }
     let mut reply = ex.reply.take().unwrap_or_else(|| {
         Reply::error(
@@ -378,40 +391,66 @@ pub async fn run_exchange(entry: &RouteEntry, ex: &mut Exchange) {
     );
 }
 
-/// Binds, serves until `shutdown` resolves, then lets in-flight requests finish for the grace
-/// period.
+/// Serves `app` (no live reload, no admin listener) until `shutdown` resolves, then lets
+/// in-flight requests finish for the grace period.
 pub async fn serve(
     app: Arc<App>,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    serve_live(
+        crate::ops::reload::Live::new(app, None),
+        listener,
+        None,
+        shutdown,
+    )
+    .await
+}
+
+/// Serves the App held by `live` (swapped by live reloads) and, when given, the admin listener,
+/// until `shutdown` resolves; then stops accepting, lets in-flight requests finish for the grace
+/// period and waits for every paid call's settlement.
+pub async fn serve_live(
+    live: Arc<crate::ops::reload::Live>,
+    listener: tokio::net::TcpListener,
+    admin: Option<tokio::net::TcpListener>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let app = live.app();
     services::start(&app.services);
     let grace = app.config.service.shutdown_grace;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let (notify_tx, mut notify_rx) = tokio::sync::watch::channel(false);
+    let (notify_tx, notify_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
         let _ = notify_tx.send(true);
-        let _ = tx.send(());
     });
-    let server = warp::serve(filter(app.clone()))
-        .incoming(listener)
-        .graceful(async move {
-            let _ = rx.await;
-        })
-        .run();
+    let stopping = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    if let Some(admin) = admin {
+        let filter = admin::filter(live.clone());
+        tokio::spawn(
+            warp::serve(filter)
+                .incoming(admin)
+                .graceful(stopping(notify_rx.clone()))
+                .run(),
+        );
+    }
+    let server = listen::run(live.clone(), listener, stopping(notify_rx.clone()));
     tokio::pin!(server);
     tokio::select! {
         _ = &mut server => {}
         _ = async {
-            let _ = notify_rx.wait_for(|v| *v).await;
+            stopping(notify_rx.clone()).await;
             tokio::time::sleep(grace).await;
         } => {
             tracing::warn!("shutdown grace period over; dropping remaining connections");
         }
     }
     // Paid exchanges outlive their connections: let each finish its settlement and ledger row
-    // (bounded by the facilitator's settle timeout, asked twice, plus a margin).
+    // (bounded by the facilitator's settle timeout, asked twice, plus a margin). Reloaded Apps
+    // share one `PaidCalls`.
+    let app = live.app();
     let paid = app.paid_calls.in_flight();
     if paid > 0 {
         tracing::info!(paid, "waiting for paid calls to settle before stopping");

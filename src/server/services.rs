@@ -62,7 +62,13 @@ pub fn build_with_resolver(
         })
         .collect();
     let confirmer = Arc::new(Confirmer::new(rpcs)?);
+    let metrics = Arc::new(crate::ops::metrics::Metrics::new());
+    let m = metrics.clone();
+    facilitator.observe(Arc::new(move |endpoint, elapsed, error| {
+        m.facilitator(endpoint, elapsed, error)
+    }));
     Ok(Services::builder()
+        .with(metrics)
         .with(Arc::new(config.clone()))
         .with(guard)
         .with(client.clone())

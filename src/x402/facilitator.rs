@@ -338,7 +338,12 @@ pub struct FacilitatorClient {
     refresh: tokio::sync::Mutex<()>,
     /// network → fee payer handed out so far (kept stable, see [`Self::fee_payer`]).
     fee_payers: Mutex<HashMap<String, String>>,
+    /// Told of every exchange: endpoint, latency, error code when no answer (metrics).
+    observer: std::sync::OnceLock<Observer>,
 }
+
+/// See [`FacilitatorClient::observe`].
+pub type Observer = Arc<dyn Fn(&'static str, Duration, Option<&'static str>) + Send + Sync>;
 
 impl std::fmt::Debug for FacilitatorClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -406,7 +411,14 @@ impl FacilitatorClient {
             cache: Mutex::new(SupportedCache::default()),
             refresh: tokio::sync::Mutex::new(()),
             fee_payers: Mutex::new(HashMap::new()),
+            observer: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Calls `f` after every exchange with the endpoint, its latency and, when it produced no
+    /// answer, the error code. Set once (the metrics); later calls are ignored.
+    pub fn observe(&self, f: Observer) {
+        let _ = self.observer.set(f);
     }
 
     /// Full URL of an endpoint (`verify`, `settle`, `supported`).
@@ -648,6 +660,13 @@ impl FacilitatorClient {
         }
         .await;
         let elapsed_ms = started.elapsed().as_millis() as u64;
+        if let Some(observe) = self.observer.get() {
+            observe(
+                endpoint,
+                started.elapsed(),
+                result.as_ref().err().map(FacilitatorError::code),
+            );
+        }
         let (status, headers, bytes) = match result {
             Ok(r) => r,
             Err(e) => {

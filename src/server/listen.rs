@@ -1,0 +1,115 @@
+//! The public listener's accept loop (hyper, as `warp::serve` does it), except that each request
+//! is handed to the App served at that moment (`ops::reload::Live`): a live reload swaps routes
+//! between two requests, even on a kept-alive connection. Every response is counted here by
+//! route label, method and status, and 402s by kind.
+
+use http::{Method, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulShutdown;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use warp::Filter;
+
+use crate::ops::metrics::{method_label, OTHER};
+use crate::ops::reload::Live;
+
+/// The peer address of a connection, put in each request's extensions by `run`.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+/// The client's socket address: ours (`Peer`), or warp's when served by `warp::serve`.
+pub fn remote(
+) -> impl Filter<Extract = (Option<SocketAddr>,), Error = std::convert::Infallible> + Clone {
+    warp::ext::optional::<Peer>()
+        .and(warp::addr::remote())
+        .map(|p: Option<Peer>, r: Option<SocketAddr>| p.map(|p| p.0).or(r))
+}
+
+/// Accepts until `shutdown` resolves, then closes the listener and lets open connections finish
+/// their current request (returns when all are closed; the caller bounds the wait).
+pub async fn run(
+    live: Arc<Live>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    if !is_connection_error(&e) {
+                        // Out of file descriptors and the like: wait a little, as hyper does.
+                        tracing::error!(error = %e, "accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    }
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let live = live.clone();
+        let svc =
+            hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(Peer(peer));
+                let served = live.served();
+                let route = served.label(req.uri().path());
+                let method = req.method().clone();
+                let paid = req.headers().contains_key("payment-signature");
+                let svc = hyper_util::service::TowerToHyperService::new(warp::service(
+                    served.filter.clone(),
+                ));
+                let fut = hyper::service::Service::call(&svc, req);
+                async move {
+                    let resp = fut.await;
+                    if let Ok(r) = &resp {
+                        count(
+                            &served.app.metrics,
+                            route.as_deref(),
+                            &method,
+                            r.status(),
+                            paid,
+                        );
+                    }
+                    resp
+                }
+            });
+        let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+fn count(
+    m: &crate::ops::metrics::Metrics,
+    route: Option<&str>,
+    method: &Method,
+    status: StatusCode,
+    paid: bool,
+) {
+    let route = route.unwrap_or(OTHER);
+    m.requests
+        .with_label_values(&[route, method_label(method), status.as_str()])
+        .inc();
+    if status == StatusCode::PAYMENT_REQUIRED {
+        let kind = if paid { "refused" } else { "challenge" };
+        m.payment_required.with_label_values(&[route, kind]).inc();
+    }
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}

@@ -1,0 +1,231 @@
+//! /metrics on the admin listener, scraped around real calls with the SHIPPED routes.yaml and the
+//! local payment stack (chain, official facilitator and client, as tests/pay_http_fetch.rs): a
+//! paid call, a call refused by the guard after verify, and demo calls move the counters by
+//! exactly what they should, and nothing else that they should not.
+
+#[path = "support/server.rs"]
+mod server_support;
+#[path = "support/stack.rs"]
+mod stack;
+#[path = "support/upstream.rs"]
+mod upstream;
+
+use paycall::ops::metrics::parse_exposition;
+use paycall::ops::reload::Live;
+use paycall::{config, server};
+use server_support::{client, enc, send_signed};
+use stack::LocalStack;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+type Scrape = BTreeMap<String, f64>;
+
+async fn scrape(admin: &str) -> Scrape {
+    let r = client()
+        .get(format!("{admin}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    parse_exposition(&r.text().await.unwrap())
+}
+
+/// How much each series moved between two scrapes (series that did not move are left out).
+fn moved(before: &Scrape, after: &Scrape) -> BTreeMap<String, f64> {
+    after
+        .iter()
+        .filter(|(k, _)| {
+            !k.contains("_bucket")
+                && !k.contains("_sum")
+                && !k.starts_with("paycall_metrics_scrapes")
+                && !k.starts_with("paycall_paid_calls_in_flight")
+        })
+        .filter_map(|(k, v)| {
+            let d = v - before.get(k).copied().unwrap_or(0.0);
+            (d != 0.0).then(|| (k.clone(), d))
+        })
+        .collect()
+}
+
+fn expect(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paid_a_refused_and_a_demo_call_move_the_counters_exactly() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+
+    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac = stack.facilitator_url.clone();
+    let rpc = stack.rpc_url.clone();
+    let pay_to = stack.pay_to.clone();
+    let env = move |k: &str| -> Option<String> {
+        match k {
+            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
+            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
+            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
+            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
+            _ => None,
+        }
+    };
+    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let services = server::services::build(&cfg).expect("services");
+    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
+    let live = Live::new(Arc::new(app), None);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let admin_url = format!("http://{}", admin.local_addr().unwrap());
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server::serve_live(
+        live,
+        listener,
+        Some(admin),
+        async move {
+            let _ = rx.await;
+        },
+    ));
+
+    let admin = admin_url;
+
+    // 1. A paid call, charged: the official client's unpaid probe (a 402 challenge), then the
+    //    paid request (verify, settle), 10000 atomic units of USDC on Base.
+    let m0 = scrape(&admin).await;
+    let url = format!("{base}/api/http?url={}", enc(&up.url("/hello")));
+    let paid = stack.pay_async(&url, "GET", None).await;
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    let m1 = scrape(&admin).await;
+    assert_eq!(
+        moved(&m0, &m1),
+        expect(&[
+            (
+                r#"paycall_http_requests_total{method="GET",route="/api/http",status="402"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_http_requests_total{method="GET",route="/api/http",status="200"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_payment_required_total{kind="challenge",route="/api/http"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_paid_calls_total{outcome="charged",route="/api/http"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_revenue_atomic_total{network="eip155:8453",route="/api/http"}"#,
+                10000.0
+            ),
+            (
+                r#"paycall_facilitator_request_seconds_count{endpoint="verify"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_facilitator_request_seconds_count{endpoint="settle"}"#,
+                1.0
+            ),
+        ])
+    );
+
+    // 2. Refused calls. A literal refused address is bad input: 400 before the facilitator.
+    //    A redirect to one is found after verify: not charged, never settled.
+    let blocked = format!("{base}/api/http?url={}", enc("http://127.0.0.2/"));
+    let redirected = format!("{base}/api/http?url={}", enc(&up.url("/to-canary")));
+    let sig_blocked = stack.sign_only_async(&blocked, "GET", None).await;
+    let sig_redirected = stack.sign_only_async(&redirected, "GET", None).await;
+    let m1 = scrape(&admin).await;
+    let (s, _, b) = send_signed(&blocked, &sig_blocked.payment_signature).await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(b["error"], "blocked_target");
+    let m2 = scrape(&admin).await;
+    assert_eq!(
+        moved(&m1, &m2),
+        expect(&[
+            (
+                r#"paycall_http_requests_total{method="GET",route="/api/http",status="400"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_guard_refusals_total{reason="blocked_target"}"#,
+                1.0
+            ),
+        ])
+    );
+    let (s, _, b) = send_signed(&redirected, &sig_redirected.payment_signature).await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(b["error"], "blocked_target");
+    let m2b = scrape(&admin).await;
+    assert_eq!(
+        moved(&m2, &m2b),
+        expect(&[
+            (
+                r#"paycall_http_requests_total{method="GET",route="/api/http",status="400"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_paid_calls_total{outcome="not_charged",route="/api/http"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_guard_refusals_total{reason="blocked_target"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_facilitator_request_seconds_count{endpoint="verify"}"#,
+                1.0
+            ),
+        ])
+    );
+    let m2 = m2b;
+    assert_eq!(canary.hits(), 0);
+
+    // 3. Demo calls: the first produces the sample (miss), the second is served from it (hit);
+    //    no payment series moves.
+    let d1 = client()
+        .get(format!("{base}/api/demo/http"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    let d2 = client()
+        .get(format!("{base}/api/demo/http"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    assert_eq!(d1, d2);
+    let m3 = scrape(&admin).await;
+    let d = d1.to_string();
+    let key = format!(
+        r#"paycall_http_requests_total{{method="GET",route="/api/demo/http",status="{d}"}}"#
+    );
+    assert_eq!(
+        moved(&m2, &m3),
+        expect(&[
+            (key.as_str(), 2.0),
+            (
+                r#"paycall_demo_samples_total{result="miss",route="http"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_demo_samples_total{result="hit",route="http"}"#,
+                1.0
+            ),
+        ])
+    );
+
+    let _ = stop.send(());
+    tokio::time::timeout(std::time::Duration::from_secs(30), task)
+        .await
+        .expect("stops")
+        .unwrap();
+}
