@@ -95,6 +95,17 @@ async fn a_paid_a_refused_and_a_demo_call_move_the_counters_exactly() {
 
     // 1. A paid call, charged: the official client's unpaid probe (a 402 challenge), then the
     //    paid request (verify, settle), 10000 atomic units of USDC on Base.
+    // The startup warm-up asks the facilitator's /supported in the background: let it land
+    // first (bounded), so it is not counted as part of the paid call.
+    let warm = "paycall_facilitator_request_seconds_count{endpoint=\"supported\"}";
+    let started = std::time::Instant::now();
+    while scrape(&admin).await.get(warm).copied().unwrap_or(0.0) < 1.0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "no /supported warm-up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let m0 = scrape(&admin).await;
     let url = format!("{base}/api/http?url={}", enc(&up.url("/hello")));
     let paid = stack.pay_async(&url, "GET", None).await;
