@@ -356,6 +356,15 @@ pub async fn start(config: Config) -> TestServer {
 }
 
 pub async fn start_app(app: App) -> TestServer {
+    // As `paycall serve` does before it listens (its network readiness check), know the
+    // facilitator's /supported first: the Solana offer needs its feePayer, and a test's first
+    // 402 must not race the background warm-up. A facilitator that is down is fine (bounded).
+    if let Some(fac) = app
+        .services
+        .get::<paycall::x402::facilitator::FacilitatorClient>()
+    {
+        let _ = tokio::time::timeout(Duration::from_secs(10), fac.supported()).await;
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind 127.0.0.1:0");
