@@ -15,7 +15,8 @@ fi
 export PAYCALL_LISTEN="127.0.0.1:$PORT" PAYCALL_FACILITATOR_URL="http://127.0.0.1:9/" \
   PAYCALL_EVM_PAY_TO=0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3 \
   PAYCALL_SOLANA_PAY_TO=FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1 PAYCALL_LOG=warn \
-  PAYCALL_ADMIN_LISTEN=127.0.0.1:0
+  PAYCALL_ADMIN_LISTEN=127.0.0.1:0 PAYCALL_LEDGER_URL=sqlite::memory: \
+  PAYCALL_UPSTREAM_SOLANA_RPC=http://127.0.0.1:9/
 "$BIN" serve & pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:$PORT/status" >/dev/null 2>&1 && break; sleep 0.2; done
