@@ -120,6 +120,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// A single-threaded runtime for a one-shot command, or the exit code after saying why not.
+fn current_thread() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("paycall: cannot start the runtime: {e}");
+            ExitCode::from(1)
+        })
+}
+
 fn load_app(path: &Path) -> Result<server::App, ExitCode> {
     let cfg = config::load(path).map_err(|e| {
         eprintln!("{e}");
@@ -173,15 +184,9 @@ fn check_networks(app: &server::App) -> ExitCode {
     else {
         return ExitCode::SUCCESS;
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match current_thread() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("paycall: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let checks = rt.block_on(paycall::payment::readiness::check(&app.config, &fac));
     for c in &checks {
@@ -276,15 +281,9 @@ fn ledger(path: &Path, since: &str, route: Option<String>, recent: usize, json: 
             return ExitCode::SUCCESS;
         }
     }
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match current_thread() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("paycall: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let rows = rt.block_on(async {
         let store = connect(&cfg.ledger.url)?;
@@ -334,15 +333,9 @@ fn reload(path: &Path) -> ExitCode {
         eprintln!("paycall reload: the admin listener is off; send SIGHUP to the server instead");
         return ExitCode::from(1);
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match current_thread() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("paycall: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     paycall::net::install_crypto_provider();
     let answer = rt.block_on(async {
@@ -523,15 +516,9 @@ fn markdown(path: &Path, source: &str) -> ExitCode {
                     .filter_map(|s| config::parse_cidr(s).ok())
                     .collect(),
             };
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            let rt = match current_thread() {
                 Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("paycall: cannot start the runtime: {e}");
-                    return ExitCode::from(1);
-                }
+                Err(code) => return code,
             };
             let fetched = rt.block_on(async {
                 let guard = std::sync::Arc::new(paycall::net::Guard::new(allow));
