@@ -103,6 +103,18 @@ async fn the_store_contract_holds_on_postgres() {
         Claim::Taken(r) => assert_eq!(r.attempts, 2),
         c => panic!("{c:?}"),
     }
+    // The upkeep's take-over: only after the lease, never counted as an attempt.
+    assert!(s
+        .take_over("k1", "u", 5_000, 60_000)
+        .await
+        .unwrap()
+        .is_none());
+    let r = s
+        .take_over("k1", "u", 70_000, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.attempts, r.lease_owner.as_str()), (2, "u"));
     let q = payment("k2", "/api/http", Some("pid_0123456789abcdef"));
     assert!(matches!(
         s.claim(&q, "a", 5_000, 60_000).await.unwrap(),

@@ -24,6 +24,15 @@ const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 /// paycall with the shipped config, paid to the stack's EVM and Solana payTo, through the
 /// stack's facilitator, allowed to reach 127.0.0.1 only.
 async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
+    paycall_with(stack, |_| {}).await.0
+}
+
+/// The same, with the loaded config changed first (e.g. a shorter settle timeout), and the
+/// server's services (its ledger and on-chain confirmer, for the upkeep).
+async fn paycall_with(
+    stack: &LocalStack,
+    tweak: impl FnOnce(&mut config::Config),
+) -> (server_support::TestServer, paycall::pipeline::Services) {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
     let rpc = stack.rpc_url.clone();
@@ -42,10 +51,11 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
             _ => None,
         }
     };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    tweak(&mut cfg);
     let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+    let app = server::build_app(cfg, services.clone()).unwrap_or_else(|e| panic!("{e}"));
+    (server_support::start_app(app).await, services)
 }
 
 fn decode_b64_json(v: &str) -> Value {
@@ -291,4 +301,171 @@ async fn solana_not_charged_replays_and_a_payer_without_funds() {
         0,
         "(an owner address is not a token account)"
     );
+}
+
+/// Polls (bounded) until the Solana balances differ from `from`.
+async fn balances_moved(stack: &LocalStack, from: (u128, u128)) -> (u128, u128) {
+    let started = std::time::Instant::now();
+    loop {
+        let now = balances(stack);
+        if now != from {
+            return now;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the transfer never landed; the facilitator saw: {:#}",
+            serde_json::Value::Array(stack.calls())
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
+    let stack = LocalStack::start();
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+    // The facilitator's answer can outlast our settle timeout while its transaction lands.
+    let (paycall, services) = paycall_with(&stack, |cfg| {
+        cfg.payment.facilitator.settle_timeout = std::time::Duration::from_secs(2)
+    })
+    .await;
+    let sol = PayOptions::solana();
+    let target = |p: &str| paycall.url(&format!("/api/http?url={}", enc(&up.url(p))));
+    let start = balances(&stack);
+
+    // 1. Settled on chain, but the facilitator's answer came too late: 503, money in doubt.
+    stack.set_slow_ms(6_000);
+    stack.set_mode("normal", "slow");
+    stack.reset_calls();
+    let url = target("/hello");
+    let sig = stack
+        .sign_only_with_async(&url, "GET", None, &sol)
+        .await
+        .payment_signature;
+    let (s, h, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 503, "{b}");
+    assert!(h.get("retry-after").is_some(), "{h:?}");
+    assert!(h.get("payment-response").is_none());
+    let moved = balances_moved(&stack, start).await;
+    assert_eq!(moved, (start.0 - 10_000, start.1 + 10_000));
+    stack.set_mode("normal", "normal");
+
+    // The same PAYMENT-SIGNATURE again: the transfer is found on chain (the payer's
+    // transactions, searched by message) and the kept reply released — never refused as
+    // "nothing was charged", never settled a second time, the work not redone.
+    let hits = up.total();
+    let (s, h, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["body"], "hello", "{b}");
+    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    assert_solana_receipt(&stack, &receipt);
+    assert_eq!(
+        stack.settle_calls(),
+        1,
+        "confirmed on chain, not settled again"
+    );
+    assert_eq!(up.total(), hits, "the kept reply, not new work");
+    assert_eq!(balances(&stack), moved, "paid once");
+    let (s, h2, again) = send_signed(&url, &sig).await;
+    assert_eq!((s, &again), (200, &b), "the same kept answer");
+    assert_eq!(h2["payment-response"], h["payment-response"]);
+    assert_eq!(stack.settle_calls(), 1);
+
+    // 1b. The same doubt resolved by the ledger's upkeep (as after a crash) from the row alone:
+    //     the kept reply gets its receipt, the buyer's retry is answered from it.
+    stack.reset_calls();
+    stack.set_mode("normal", "slow");
+    let url = target("/hello?upkeep=1");
+    let sig = stack
+        .sign_only_with_async(&url, "GET", None, &sol)
+        .await
+        .payment_signature;
+    let (s, _, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 503, "{b}");
+    let moved_1b = balances_moved(&stack, moved).await;
+    assert_eq!(moved_1b, (moved.0 - 10_000, moved.1 + 10_000));
+    stack.set_mode("normal", "normal");
+    let ledger = services.need::<paycall::payment::ledger::Ledger>().unwrap();
+    let confirmer = services
+        .need::<paycall::payment::confirm::Confirmer>()
+        .unwrap();
+    let pass = paycall::payment::upkeep::pass(&ledger, &confirmer)
+        .await
+        .unwrap();
+    assert_eq!((pass.settled, pass.failed), (1, 0), "{pass:?}");
+    let hits = up.total();
+    let (s, h, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 200, "{b}");
+    assert_solana_receipt(
+        &stack,
+        &decode_b64_json(h["payment-response"].to_str().unwrap()),
+    );
+    assert_eq!(stack.settle_calls(), 1);
+    assert_eq!(up.total(), hits, "the kept reply");
+    let moved = moved_1b;
+
+    // 2. "Pending" with nothing broadcast: the retry finds nothing on chain and settles it
+    //    now — content once, money once.
+    stack.reset_calls();
+    stack.set_mode("normal", "pending");
+    let url = target("/json");
+    let sig = stack
+        .sign_only_with_async(&url, "GET", None, &sol)
+        .await
+        .payment_signature;
+    let (s, _, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 503, "{b}");
+    assert_eq!(balances(&stack), moved, "nothing moved yet");
+    stack.set_mode("normal", "normal");
+    let (s, h, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 200, "{b}");
+    assert_solana_receipt(
+        &stack,
+        &decode_b64_json(h["payment-response"].to_str().unwrap()),
+    );
+    let trace: Vec<Value> = stack
+        .calls()
+        .iter()
+        .map(|c| json!([c["endpoint"], c["mode"], c["response"]]))
+        .collect();
+    // The client asks once more on a pending answer; the retry's settlement is the only success.
+    let settled: Vec<&Value> = trace
+        .iter()
+        .filter(|c| c[0] == "/settle" && c[2]["success"] == true)
+        .collect();
+    assert_eq!(
+        settled.len(),
+        1,
+        "one settlement moved the money: {trace:#?}"
+    );
+    let paid_twice = (moved.0 - 10_000, moved.1 + 10_000);
+    assert_eq!(balances(&stack), paid_twice);
+
+    // 3. "Pending", then another payment lands and the first one's blockhash expires: its
+    //    transaction can never land. The retry is refused with a 402, nothing served or moved.
+    stack.reset_calls();
+    stack.set_mode("normal", "pending");
+    let url = target("/hello?late=1");
+    let sig = stack
+        .sign_only_with_async(&url, "GET", None, &sol)
+        .await
+        .payment_signature;
+    let (s, _, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 503, "{b}");
+    stack.set_mode("normal", "normal");
+    let other = target("/json?other=1");
+    let paid = stack
+        .try_pay_async(&other, "GET", None, &sol)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(paid.status, 200, "{:?}", paid.body);
+    let after_other = (paid_twice.0 - 10_000, paid_twice.1 + 10_000);
+    assert_eq!(balances(&stack), after_other);
+    let hits = up.total();
+    let (s, _, b) = send_signed(&url, &sig).await;
+    assert_eq!(s, 402, "{b}");
+    assert!(b.get("body").is_none(), "nothing served: {b}");
+    assert_eq!(up.total(), hits, "no new work");
+    assert_eq!(balances(&stack), after_other, "nothing moved");
 }

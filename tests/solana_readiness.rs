@@ -80,7 +80,9 @@ fn check_verifies_the_facilitator_and_the_solana_token_account() {
     assert_eq!(out.status.code(), Some(1), "stdout:\n{so}\nstderr:\n{se}");
     assert!(so.contains("CANNOT BE PAID"), "{so}");
     assert!(
-        se.contains(&format!("Solana payTo {spare} has no token account")),
+        se.contains(&format!(
+            "Solana payTo {spare} has no associated token account"
+        )),
         "{se}"
     );
     assert!(
@@ -116,6 +118,43 @@ fn check_verifies_the_facilitator_and_the_solana_token_account() {
     assert!(out.status.success(), "{se}");
     assert!(so.contains("not verified"), "{so}");
     assert!(se.contains("cannot reach the Solana RPC"), "{se}");
+
+    // A token account of payTo's that is not its associated one does not count: the client
+    // pays into the associated account only. (The RPC lists it for the owner, as a node does.)
+    let fund = |extra: Value| {
+        let mut body = json!({"owner": spare, "amount": "0"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let url = format!("{}/_fund", stack.solana("rpcUrl"));
+        let (st, t) = stack::http_request("POST", &url, Some(&body.to_string())).unwrap();
+        assert_eq!(st, 200, "{t}");
+        serde_json::from_str::<Value>(&t).unwrap()["tokenAccount"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    fund(json!({"at": "7Sa6JgAHBKWiEkqW3tJu3umYtSDxcouhRurwQeN1589X"}));
+    let listed = stack.solana_rpc(
+        "getTokenAccountsByOwner",
+        json!([spare, {"mint": "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"}, {"encoding": "base64"}]),
+    );
+    assert_eq!(
+        listed["result"]["value"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    let out = check(&stack_vars(&stack, &spare));
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{so}\nstderr:\n{se}");
+    // Its associated account, derived by the official token library: then it is ready, and the
+    // refusal above named exactly that address.
+    let ata = fund(json!({}));
+    assert!(se.contains(&format!("(expected at {ata})")), "{se}");
+    let out = check(&stack_vars(&stack, &spare));
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "{so}\n{}", text(&out.stderr));
+    assert!(so.contains("payTo token account: present"), "{so}");
 }
 
 /// A facilitator whose /supported lists only Solana (with a fee payer).

@@ -936,107 +936,14 @@ fn check_solana(inner: &Value, offer: &Requirement) -> Result<SolanaTx, Refusal>
     Ok(tx)
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], &'static str> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
-        let end = end.ok_or(what)?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    fn byte(&mut self, what: &'static str) -> Result<u8, &'static str> {
-        Ok(self.take(1, what)?[0])
-    }
-
-    /// Solana's compact-u16: 1 to 3 bytes, 7 bits each.
-    fn shortvec(&mut self, what: &'static str) -> Result<usize, &'static str> {
-        let mut value = 0usize;
-        for i in 0..3 {
-            let b = self.byte(what)?;
-            value |= ((b & 0x7f) as usize) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(what)
-    }
-}
-
-/// Parses a legacy or v0 transaction to its last byte.
+/// The local checks' view of a transaction: shape and fee payer (the shared reader parses).
 fn parse_solana_tx(bytes: &[u8]) -> Result<SolanaTx, &'static str> {
-    let mut r = Reader { bytes, at: 0 };
-    let signatures = r.shortvec("truncated signature count")?;
-    if signatures == 0 {
-        return Err("no signature slots");
-    }
-    r.take(
-        signatures.checked_mul(64).ok_or("too many signatures")?,
-        "truncated signatures",
-    )?;
-    let first = r.byte("no message")?;
-    let (version, required) = if first & 0x80 != 0 {
-        let v = first & 0x7f;
-        if v != 0 {
-            return Err("unknown message version");
-        }
-        (Some(v), r.byte("truncated message header")?)
-    } else {
-        (None, first)
-    };
-    r.take(2, "truncated message header")?;
-    let keys = r.shortvec("truncated account count")?;
-    if keys == 0 {
-        return Err("no accounts");
-    }
-    if required as usize != signatures || signatures > keys {
-        return Err("signature slots do not match the required signers");
-    }
-    let fee_payer: [u8; 32] = r
-        .take(32, "truncated accounts")?
-        .try_into()
-        .map_err(|_| "truncated accounts")?;
-    r.take((keys - 1) * 32, "truncated accounts")?;
-    r.take(32, "truncated blockhash")?;
-    let instructions = r.shortvec("truncated instruction count")?;
-    let mut max_index = 0usize;
-    for _ in 0..instructions {
-        max_index = max_index.max(r.byte("truncated instruction")? as usize);
-        let accounts = r.shortvec("truncated instruction accounts")?;
-        for a in r.take(accounts, "truncated instruction accounts")? {
-            max_index = max_index.max(*a as usize);
-        }
-        let data = r.shortvec("truncated instruction data")?;
-        r.take(data, "truncated instruction data")?;
-    }
-    let mut looked_up = 0usize;
-    if version.is_some() {
-        let tables = r.shortvec("truncated lookup tables")?;
-        for _ in 0..tables {
-            r.take(32, "truncated lookup table")?;
-            for _ in 0..2 {
-                let n = r.shortvec("truncated lookup table")?;
-                r.take(n, "truncated lookup table")?;
-                looked_up += n;
-            }
-        }
-    }
-    if r.at != bytes.len() {
-        return Err("bytes after the message");
-    }
-    if instructions > 0 && max_index >= keys + looked_up {
-        return Err("an instruction names an account that does not exist");
-    }
+    let tx = crate::x402::solana_tx::parse(bytes)?;
     Ok(SolanaTx {
-        signatures,
-        fee_payer,
+        signatures: tx.signatures.len(),
+        fee_payer: tx.account_keys[0],
         size: bytes.len(),
-        version,
+        version: tx.version,
     })
 }
 

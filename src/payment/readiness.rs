@@ -2,9 +2,10 @@
 //! network, and shown on `/status`:
 //!
 //! - the facilitator's `/supported` lists `exact` v2 for the network (Solana: with a `feePayer`);
-//! - Solana, when its JSON-RPC is configured (`rpc`, the `solana_rpc` upstream by default): payTo
-//!   owns a token account for the asset. The official client pays into payTo's associated token
-//!   account and does not create it; without one every payment fails verify
+//! - Solana, when its JSON-RPC is configured (`rpc`, the `solana_rpc` upstream by default): payTo's
+//!   associated token account for the asset exists (its exact address, derived as the clients
+//!   derive it: another token account of payTo's does not count). The official client pays into
+//!   that account and does not create it; without it every payment fails verify
 //!   (`invalid_exact_svm_transaction_simulation_failed`).
 //!
 //! A definite "no" follows `payment.unsupported_network`: `refuse` → startup and `paycall check`
@@ -184,9 +185,24 @@ async fn check_token_account(
     a: &AcceptOption,
     c: &mut NetworkCheck,
 ) {
+    use crate::x402::solana_ata::associated_token_address;
+    use crate::x402::solana_tx::{TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
+    // The mint lives under one of the two token programs; its ATA is derived under that one.
+    let candidates: Vec<(&str, String)> = [TOKEN_PROGRAM, TOKEN_2022_PROGRAM]
+        .into_iter()
+        .filter_map(|p| Some((p, associated_token_address(&a.pay_to, &a.asset, p)?)))
+        .collect();
+    let Some(expected) = candidates.first().map(|(_, ata)| ata.clone()) else {
+        c.token_account = Some("unknown");
+        c.warning = Some(format!(
+            "Solana payTo {} or asset {} is not a base58 address: the token account was not checked",
+            a.pay_to, a.asset
+        ));
+        return;
+    };
     let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "getTokenAccountsByOwner",
-        "params": [a.pay_to, {"mint": a.asset}, {"encoding": "base64"}],
+        "jsonrpc": "2.0", "id": 1, "method": "getMultipleAccounts",
+        "params": [candidates.iter().map(|(_, ata)| ata).collect::<Vec<_>>(), {"encoding": "base64"}],
     });
     let answer: Result<Value, String> = async {
         let r = client
@@ -202,15 +218,17 @@ async fn check_token_account(
     .await;
     match answer {
         Ok(v) if v["result"]["value"].is_array() => {
-            if v["result"]["value"]
-                .as_array()
-                .is_some_and(|l| !l.is_empty())
-            {
+            let accounts = v["result"]["value"].as_array().cloned().unwrap_or_default();
+            let present = candidates
+                .iter()
+                .zip(&accounts)
+                .any(|((program, _), acc)| is_token_account_of(acc, program, &a.pay_to, &a.asset));
+            if present {
                 c.token_account = Some("present");
             } else {
                 c.token_account = Some("missing");
                 let problem = format!(
-                    "Solana payTo {} has no token account for the asset {}: the official client pays into payTo's associated token account and does not create it, so every Solana payment would fail verify (invalid_exact_svm_transaction_simulation_failed). Create it once (about 0.002 SOL of rent), e.g. `spl-token create-account {} --owner {} --fee-payer <your keypair>`, or send any amount of USDC to {} from a wallet that creates it",
+                    "Solana payTo {} has no associated token account for the asset {} (expected at {expected}): the official client pays into exactly that account and does not create it, so every Solana payment would fail verify (invalid_exact_svm_transaction_simulation_failed). Create it once (about 0.002 SOL of rent), e.g. `spl-token create-account {} --owner {} --fee-payer <your keypair>`, or send any amount of USDC to {} from a wallet that creates it",
                     a.pay_to, a.asset, a.asset, a.pay_to, a.pay_to
                 );
                 c.problem = Some(match c.problem.take() {
@@ -222,7 +240,7 @@ async fn check_token_account(
         Ok(v) => {
             c.token_account = Some("unknown");
             c.warning = Some(format!(
-                "the Solana RPC at {url} did not answer getTokenAccountsByOwner: {}",
+                "the Solana RPC at {url} did not answer getMultipleAccounts: {}",
                 v.get("error").unwrap_or(&v)
             ));
         }
@@ -231,6 +249,29 @@ async fn check_token_account(
             c.warning = Some(format!("cannot reach the Solana RPC at {url}: {e}"));
         }
     }
+}
+
+/// Whether an RPC account (base64 data) is an initialized SPL token account of `program` holding
+/// `mint` for `owner` (pure: unit-tested below). Layout: mint 0..32, owner 32..64, amount,
+/// delegate (36 bytes), state at 108 (1 = initialized).
+fn is_token_account_of(account: &Value, program: &str, owner: &str, mint: &str) -> bool {
+    use base64::Engine;
+    if account.get("owner").and_then(Value::as_str) != Some(program) {
+        return false;
+    }
+    let Some(data) = account
+        .get("data")
+        .and_then(|d| d.get(0))
+        .and_then(Value::as_str)
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+    else {
+        return false;
+    };
+    let b58 = |r: std::ops::Range<usize>| data.get(r).map(crate::x402::solana_tx::base58);
+    data.len() >= 165
+        && b58(0..32).as_deref() == Some(mint)
+        && b58(32..64).as_deref() == Some(owner)
+        && data[108] == 1
 }
 
 /// Applies `payment.unsupported_network` to the checks: Err(the refusal) under `refuse` when any
@@ -255,5 +296,58 @@ pub fn verdict(checks: &[NetworkCheck], rule: UnsupportedNetwork) -> Result<Vec<
             }));
             Ok(warnings)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_token_account_of;
+    use crate::x402::solana_tx::{base58, TOKEN_PROGRAM};
+    use base64::Engine;
+    use serde_json::json;
+
+    fn account(program: &str, mint: [u8; 32], owner: [u8; 32], state: u8) -> serde_json::Value {
+        let mut data = vec![0u8; 165];
+        data[..32].copy_from_slice(&mint);
+        data[32..64].copy_from_slice(&owner);
+        data[108] = state;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&data);
+        json!({"owner": program, "data": [b64, "base64"], "lamports": 2039280})
+    }
+
+    #[test]
+    fn only_an_initialized_account_of_the_owner_for_the_mint_counts() {
+        let (mint, owner) = ([7u8; 32], [9u8; 32]);
+        let (m, o) = (base58(&mint), base58(&owner));
+        assert!(is_token_account_of(
+            &account(TOKEN_PROGRAM, mint, owner, 1),
+            TOKEN_PROGRAM,
+            &o,
+            &m
+        ));
+        assert!(!is_token_account_of(
+            &account(TOKEN_PROGRAM, mint, owner, 0),
+            TOKEN_PROGRAM,
+            &o,
+            &m
+        ));
+        assert!(!is_token_account_of(
+            &account(TOKEN_PROGRAM, owner, mint, 1),
+            TOKEN_PROGRAM,
+            &o,
+            &m
+        ));
+        assert!(!is_token_account_of(
+            &account("11111111111111111111111111111111", mint, owner, 1),
+            TOKEN_PROGRAM,
+            &o,
+            &m
+        ));
+        assert!(!is_token_account_of(
+            &serde_json::Value::Null,
+            TOKEN_PROGRAM,
+            &o,
+            &m
+        ));
     }
 }

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-use super::confirm::{Authorization, Confirmer, Onchain};
+use super::confirm::{Authorization, Confirmer, Onchain, Payment, SolanaPayment};
 use super::gate::{reply_to_kept, Replayed};
 use super::ledger::{now_ms, Ledger, State, Store, Update};
 use super::paid::{Billed, Outcome, Paid, Resume, Settled};
@@ -71,6 +71,29 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }))
 }
 
+/// What to look for on chain for this payment, and the payer its receipt names.
+fn on_chain_facts(paid: &Paid) -> Option<(Payment, String)> {
+    let network = &paid.offer.network;
+    if network.starts_with("solana:") {
+        // It cannot have landed before it first reached us.
+        let arrived_s = match &paid.resume {
+            Some(r) => r.row.created_ms / 1000,
+            None => paid.valid_before - paid.offer.max_timeout_seconds as i64,
+        };
+        let p = SolanaPayment::from_payload(
+            &paid.payload,
+            &paid.offer.pay_to,
+            &paid.offer.asset,
+            arrived_s,
+        )?;
+        let payer = p.authority.clone();
+        return Some((Payment::Solana(p), payer));
+    }
+    let a = Authorization::from_payload(&paid.payload, &paid.offer.asset)?;
+    let payer = a.from.clone();
+    Some((Payment::Evm(a), payer))
+}
+
 /// The facilitator's failure text says the authorization was already consumed (or cancelled):
 /// a reason to look on chain, never proof of payment.
 pub fn says_spent(reason: &str, message: Option<&str>) -> bool {
@@ -78,6 +101,7 @@ pub fn says_spent(reason: &str, message: Option<&str>) -> bool {
     text.contains("nonce_already_used")
         || text.contains("authorization is used")
         || text.contains("already")
+        || text.contains("duplicate")
 }
 
 /// How a settlement attempt ended, before it becomes an answer and a ledger row.
@@ -272,16 +296,20 @@ impl Settle {
         self.record(store, paid, reply, verdict, rid).await
     }
 
-    /// The chain's verdict, when this network has an RPC and the payload is an EIP-3009
-    /// authorization; None when the chain cannot tell.
+    /// The chain's verdict, when this network has an RPC and the payload can be looked for
+    /// (an EIP-3009 authorization, or a Solana transfer); None when the chain cannot tell.
     async fn on_chain(&self, paid: &Paid, tx: Option<&str>, rid: &str) -> Option<Verdict> {
         if !self.confirmer.covers(&paid.offer.network) {
             return None;
         }
-        let auth = Authorization::from_payload(&paid.payload, &paid.offer.asset)?;
-        match self.confirmer.check(&paid.offer.network, &auth, tx).await {
+        let (payment, payer) = on_chain_facts(paid)?;
+        match self
+            .confirmer
+            .check(&paid.offer.network, &payment, tx)
+            .await
+        {
             Ok(Onchain::Transferred { transaction }) => Some(Verdict::Paid {
-                receipt: chain_receipt(&transaction, &paid.offer.network, &auth.from),
+                receipt: chain_receipt(&transaction, &paid.offer.network, &payer),
                 transaction,
             }),
             Ok(Onchain::Spent) => Some(Verdict::Failed {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::confirm::{Authorization, Confirmer, Onchain};
-use super::ledger::{now_ms, Ledger, NewPayment, Row, State, Update};
+use super::confirm::{Authorization, Confirmer, Onchain, Payment, SolanaPayment};
+use super::ledger::{now_ms, Ledger, Row, State, Update};
 
 /// Rows looked at per pass.
 const BATCH: i64 = 200;
@@ -42,14 +42,15 @@ pub async fn pass(ledger: &Ledger, confirmer: &Confirmer) -> Result<Pass, String
     let mut out = Pass::default();
     let lease_ms = ledger.settings.lease.as_millis() as i64;
     for row in store.unsettled(BATCH).await.map_err(|e| e.to_string())? {
-        // Take the row like a request would, so a live request keeps it.
-        let claim = store
-            .claim(&as_new(&row), ledger.owner(), now_ms(), lease_ms)
+        // Take the row only when no lease holds it, so a live request keeps it; without
+        // counting an attempt (the buyer's retries are theirs).
+        let taken = store
+            .take_over(&row.key, ledger.owner(), now_ms(), lease_ms)
             .await
             .map_err(|e| e.to_string())?;
-        if !matches!(claim, super::ledger::Claim::Taken(_)) {
+        let Some(row) = taken else {
             continue;
-        }
+        };
         let verdict = verdict(&row, confirmer).await;
         let u = match verdict {
             Some(Onchain::Transferred { transaction }) => {
@@ -57,6 +58,7 @@ pub async fn pass(ledger: &Ledger, confirmer: &Confirmer) -> Result<Pass, String
                 // The kept reply is released with its receipt, as a live settlement would be.
                 let payer = split_evm_key(&row.key)
                     .map(|(_, f, _)| f)
+                    .or_else(|| row.payer.clone())
                     .unwrap_or_default();
                 let receipt = super::settle::chain_receipt(&transaction, &row.network, &payer);
                 let reply = row.reply.clone().map(|k| {
@@ -120,17 +122,9 @@ async fn verdict(row: &Row, confirmer: &Confirmer) -> Option<Onchain> {
     if !confirmer.covers(&row.network) {
         return None;
     }
-    let (_, from, nonce) = split_evm_key(&row.key)?;
-    let value = row.amount.parse().ok()?;
-    let auth = Authorization {
-        asset: row.asset.to_ascii_lowercase(),
-        from,
-        to: row.pay_to.to_ascii_lowercase(),
-        value,
-        nonce,
-    };
+    let payment = on_chain_facts(row)?;
     match confirmer
-        .check(&row.network, &auth, row.transaction.as_deref())
+        .check(&row.network, &payment, row.transaction.as_deref())
         .await
     {
         Ok(v) => Some(v),
@@ -139,6 +133,30 @@ async fn verdict(row: &Row, confirmer: &Confirmer) -> Option<Onchain> {
             None
         }
     }
+}
+
+/// What to look for on chain, from a ledger row alone.
+fn on_chain_facts(row: &Row) -> Option<Payment> {
+    if row.network.starts_with("solana:") {
+        // A Solana row's payer is the facilitator's verified payer: every row in doubt has one.
+        return SolanaPayment::from_row(
+            &row.key,
+            row.payer.as_deref()?,
+            &row.pay_to,
+            &row.asset,
+            &row.amount,
+            row.created_ms / 1000,
+        )
+        .map(Payment::Solana);
+    }
+    let (_, from, nonce) = split_evm_key(&row.key)?;
+    Some(Payment::Evm(Authorization {
+        asset: row.asset.to_ascii_lowercase(),
+        from,
+        to: row.pay_to.to_ascii_lowercase(),
+        value: row.amount.parse().ok()?,
+        nonce,
+    }))
 }
 
 /// `network|from|nonce` of an EVM payment key.
@@ -152,22 +170,6 @@ fn split_evm_key(key: &str) -> Option<(String, String, String)> {
             nonce.to_ascii_lowercase(),
         )
     })
-}
-
-fn as_new(row: &Row) -> NewPayment {
-    NewPayment {
-        key: row.key.clone(),
-        binding: row.binding.clone(),
-        header_hash: row.header_hash.clone(),
-        pid: row.pid.clone(),
-        amount: row.amount.clone(),
-        asset: row.asset.clone(),
-        network: row.network.clone(),
-        pay_to: row.pay_to.clone(),
-        payer: row.payer.clone(),
-        request_id: row.request_id.clone(),
-        valid_before: row.valid_before,
-    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ pub mod codec;
 pub mod facilitator;
 pub mod matching;
 pub mod price;
+pub mod solana_ata;
+pub mod solana_tx;
 pub mod types;
 
 pub use bazaar::{bazaar_extension, BazaarInput, BazaarParam, JsonType};

@@ -254,6 +254,29 @@ impl Store for Postgres {
         })
     }
 
+    async fn take_over(
+        &self,
+        key: &str,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Row>, LedgerError> {
+        let c = self.client().await?;
+        let until = now_ms + lease_ms;
+        let row = c
+            .query_opt(
+                &format!(
+                    "UPDATE payments SET lease_owner = $1, lease_until = $2, updated_ms = $3
+                     WHERE key = $4 AND lease_until < $3
+                     RETURNING {COLS}"
+                ),
+                &[&owner, &until, &now_ms, &key],
+            )
+            .await
+            .map_err(unavailable)?;
+        Ok(row.map(|r| read_row(&r)))
+    }
+
     async fn update(
         &self,
         key: &str,

@@ -282,6 +282,30 @@ impl Store for Sqlite {
         .await
     }
 
+    async fn take_over(
+        &self,
+        key: &str,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Row>, LedgerError> {
+        let (key, owner) = (key.to_string(), owner.to_string());
+        self.with(move |c| {
+            c.query_row(
+                &format!(
+                    "UPDATE payments SET lease_owner = ?1, lease_until = ?2, updated_ms = ?3
+                     WHERE key = ?4 AND lease_until < ?3
+                     RETURNING {COLS}"
+                ),
+                params![owner, now_ms + lease_ms, now_ms, key],
+                read_row,
+            )
+            .optional()
+            .map_err(unavailable)
+        })
+        .await
+    }
+
     async fn update(
         &self,
         key: &str,

@@ -45,6 +45,17 @@ pub trait Store: Send + Sync {
         lease_ms: i64,
     ) -> Result<Claim, LedgerError>;
 
+    /// Takes a known row whose lease has ended, without counting an attempt: the upkeep's
+    /// reconciliation is not a buyer's try, and must not use up the attempts a later retry has.
+    /// None when the row is held by a live lease or does not exist.
+    async fn take_over(
+        &self,
+        key: &str,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Row>, LedgerError>;
+
     /// Changes a row this owner holds. Returns false when the row is not held by `owner`
     /// (its lease was taken over): nothing was changed.
     async fn update(

@@ -77,6 +77,28 @@ async fn a_payment_is_claimed_once_until_its_lease_ends() {
     };
     assert!(!s.update("k1", "a", &u, 71_000).await.unwrap());
     assert!(s.update("k1", "b", &u, 71_000).await.unwrap());
+    // The upkeep's take-over: only after the lease, and it is not the buyer's attempt.
+    assert!(s
+        .take_over("k1", "u", 72_000, 60_000)
+        .await
+        .unwrap()
+        .is_none());
+    let row = s
+        .take_over("k1", "u", 140_000, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((row.attempts, row.lease_owner.as_str()), (2, "u"));
+    assert!(s
+        .take_over("k1", "b", 150_000, 60_000)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(s
+        .take_over("nope", "u", 500_000, 60_000)
+        .await
+        .unwrap()
+        .is_none());
 }
 
 #[tokio::test]

@@ -16,10 +16,12 @@
 //
 // RPC methods (what @x402/svm 2.27 and @solana/kit call, plus reads for tests and paycall's
 // checks): getAccountInfo, getMultipleAccounts, getBalance, getLatestBlockhash, isBlockhashValid,
-// simulateTransaction, sendTransaction, getSignatureStatuses, getTransaction (minimal),
-// getTokenAccountBalance, getTokenAccountsByOwner, getSlot, getBlockHeight,
+// simulateTransaction, sendTransaction, getSignatureStatuses, getTransaction (base64, with
+// the meta's pre/post token balances), getSignaturesForAddress (what paycall's on-chain
+// confirmation searches), getTokenAccountBalance, getTokenAccountsByOwner, getSlot, getBlockHeight,
 // getMinimumBalanceForRentExemption, getHealth, getVersion, getGenesisHash, getEpochInfo.
-// Test control: POST /_fund {owner, amount} sets owner's USDC token account balance (atomic).
+// Test control: POST /_fund {owner, amount, at?} sets owner's USDC token account balance (atomic):
+// its associated token account, or a token account of owner's at the address `at`.
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import {
@@ -116,9 +118,33 @@ function isVersioned(tx) {
   return (tx[i + count * 64] & 0x80) !== 0;
 }
 
+/** The static account keys of a serialized transaction, as base58 addresses. */
+function staticKeys(tx) {
+  const shortvec = (at) => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      const b = tx[at.i++];
+      value |= (b & 0x7f) << shift;
+      if (!(b & 0x80)) return value;
+      shift += 7;
+    }
+  };
+  const at = { i: 0 };
+  const sigs = shortvec(at);
+  at.i += sigs * 64;
+  if (tx[at.i] & 0x80) at.i += 1; // version byte
+  at.i += 3; // header
+  const n = shortvec(at);
+  const keys = [];
+  for (let k = 0; k < n; k++) keys.push(addrString(tx.slice(at.i + 32 * k, at.i + 32 * (k + 1))));
+  return keys;
+}
+
 export async function startSolana({ log = () => {} } = {}) {
   const svm = new native.LiteSvm();
-  // The signatures we saw land (or fail), for getSignatureStatuses: signature → {slot, err}.
+  // The signatures we saw land (or fail): signature → {slot, err, blockTime, tx (base64),
+  // keys, pre, post} for getSignatureStatuses, getTransaction and getSignaturesForAddress.
   const landed = new Map();
   let slot = 1n;
   const context = () => ({ slot: Number(slot), apiVersion: "2.2.0" });
@@ -141,7 +167,9 @@ export async function startSolana({ log = () => {} } = {}) {
     addrBytes(SOLANA_USDC),
     new native.Account(rent(mintData.length), mintData, addrBytes(TOKEN_PROGRAM_ADDRESS), false, 0n),
   );
-  async function setTokenAccount(owner, amount) {
+  // Every token account written here, for an honest getTokenAccountsByOwner.
+  const tokenAccounts = new Set();
+  async function setTokenAccount(owner, amount, at = null) {
     const data = new Uint8Array(
       getTokenEncoder().encode({
         mint: address(SOLANA_USDC),
@@ -154,8 +182,9 @@ export async function startSolana({ log = () => {} } = {}) {
         closeAuthority: null,
       }),
     );
-    const at = await ata(owner);
+    at = at ?? (await ata(owner));
     svm.setAccount(addrBytes(at), new native.Account(rent(data.length), data, addrBytes(TOKEN_PROGRAM_ADDRESS), false, 0n));
+    tokenAccounts.add(at);
     return at;
   }
   await setTokenAccount(signers.buyer.address, BUYER_FUNDS);
@@ -183,6 +212,15 @@ export async function startSolana({ log = () => {} } = {}) {
     if (!acc || addrString(acc.owner()) !== TOKEN_PROGRAM_ADDRESS) return null;
     return getTokenDecoder().decode(acc.data()).amount;
   };
+  // The meta's token balances: every static key that is a token account, as a real node lists them.
+  const tokenBalances = (keys) =>
+    keys.flatMap((k, accountIndex) => {
+      const acc = svm.getAccount(addrBytes(k));
+      // A token account is 165 bytes; the mint (82) belongs to the same program.
+      if (!acc || addrString(acc.owner()) !== TOKEN_PROGRAM_ADDRESS || acc.data().length !== 165) return [];
+      const t = getTokenDecoder().decode(acc.data());
+      return [{ accountIndex, mint: t.mint, owner: t.owner, programId: TOKEN_PROGRAM_ADDRESS, uiTokenAmount: uiAmount(t.amount) }];
+    });
   const uiAmount = (amount) => ({
     amount: amount.toString(),
     decimals: 6,
@@ -229,13 +267,17 @@ export async function startSolana({ log = () => {} } = {}) {
       if (amount === null) throw rpcError(-32602, `Invalid param: not a Token account ${a}`);
       return { context: context(), value: uiAmount(amount) };
     },
-    getTokenAccountsByOwner: async ([owner, filter = {}, opts = {}]) => {
-      // Only ever one token account per owner here: its associated token account for USDC.
-      if (filter.mint && filter.mint !== SOLANA_USDC) return { context: context(), value: [] };
+    getTokenAccountsByOwner: ([owner, filter = {}, opts = {}]) => {
+      // Every token account written here whose owner and mint match, ATA or not, as a node does.
       if (filter.programId && filter.programId !== TOKEN_PROGRAM_ADDRESS) return { context: context(), value: [] };
-      const at = await ata(owner);
-      const acc = svm.getAccount(addrBytes(at));
-      return { context: context(), value: acc ? [{ pubkey: at, account: accountJson(acc, opts.encoding) }] : [] };
+      const value = [...tokenAccounts].flatMap((at) => {
+        const acc = svm.getAccount(addrBytes(at));
+        if (!acc) return [];
+        const t = getTokenDecoder().decode(acc.data());
+        if (t.owner !== owner || (filter.mint && t.mint !== filter.mint)) return [];
+        return [{ pubkey: at, account: accountJson(acc, opts.encoding) }];
+      });
+      return { context: context(), value };
     },
     simulateTransaction: ([encoded, opts = {}]) => {
       const tx = txBytes([encoded, opts]);
@@ -259,17 +301,20 @@ export async function startSolana({ log = () => {} } = {}) {
       const tx = txBytes([encoded, opts]);
       const signature = b58.dec.decode(firstSignature(tx));
       if (landed.has(signature)) throw rpcError(-32002, "Transaction simulation failed: This transaction has already been processed");
+      const keys = staticKeys(tx);
+      const pre = tokenBalances(keys);
       const r = runTx(tx, false, true);
       const failed = typeof r.err === "function";
       slot += 1n;
+      const record = { slot, blockTime: Math.floor(Date.now() / 1000), tx: Buffer.from(tx).toString("base64"), keys, pre, post: tokenBalances(keys) };
       if (failed) {
         // A real node would refuse it at preflight or land it as failed; record the failure either way.
         const err = errJson(r.err());
         log(`sendTransaction ${signature.slice(0, 12)}… failed: ${JSON.stringify(err)}`);
         if (!opts.skipPreflight) throw rpcError(-32002, `Transaction simulation failed: ${JSON.stringify(err)}`);
-        landed.set(signature, { slot, err });
+        landed.set(signature, { ...record, err });
       } else {
-        landed.set(signature, { slot, err: null });
+        landed.set(signature, { ...record, err: null });
         log(`sendTransaction ${signature.slice(0, 12)}… landed in slot ${slot}`);
       }
       svm.expireBlockhash(); // a new blockhash per "block", as a real chain moves on
@@ -284,10 +329,34 @@ export async function startSolana({ log = () => {} } = {}) {
           : null;
       }),
     }),
-    getTransaction: ([s]) => {
+    getTransaction: ([s, opts = {}]) => {
       const l = landed.get(s);
       if (!l) return null;
-      return { slot: Number(l.slot), blockTime: Math.floor(Date.now() / 1000), meta: { err: l.err, status: l.err ? { Err: l.err } : { Ok: null } }, transaction: null };
+      const transaction = opts.encoding === "base64" ? [l.tx, "base64"] : b58.dec.decode(Buffer.from(l.tx, "base64"));
+      return {
+        slot: Number(l.slot),
+        blockTime: l.blockTime,
+        version: isVersioned(Buffer.from(l.tx, "base64")) ? 0 : "legacy",
+        meta: { err: l.err, status: l.err ? { Err: l.err } : { Ok: null }, fee: 5000, preTokenBalances: l.pre, postTokenBalances: l.post },
+        transaction,
+      };
+    },
+    // Newest first, as a real node answers; `limit` (default 1000), `before` honoured.
+    getSignaturesForAddress: ([a, opts = {}]) => {
+      const limit = Math.min(opts.limit ?? 1000, 1000);
+      let list = [...landed.entries()].filter(([, l]) => l.keys.includes(a)).reverse();
+      if (opts.before) {
+        const at = list.findIndex(([sig]) => sig === opts.before);
+        list = at < 0 ? [] : list.slice(at + 1);
+      }
+      return list.slice(0, limit).map(([signature, l]) => ({
+        signature,
+        slot: Number(l.slot),
+        err: l.err,
+        memo: null,
+        blockTime: l.blockTime,
+        confirmationStatus: "finalized",
+      }));
     },
   };
 
@@ -325,7 +394,8 @@ export async function startSolana({ log = () => {} } = {}) {
       const path = new URL(req.url, "http://127.0.0.1").pathname;
       if (req.method === "POST" && path === "/_fund") {
         try {
-          const at = await setTokenAccount(body.owner, BigInt(body.amount));
+          // `at`: a token account of `owner` at another address than its associated one.
+          const at = await setTokenAccount(body.owner, BigInt(body.amount), body.at ?? null);
           return send(200, { tokenAccount: at });
         } catch (e) {
           return send(400, { error: String(e.message ?? e) });
