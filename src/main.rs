@@ -81,6 +81,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write each paid route's reference page (docs/routes/<name>.md) from routes.yaml,
+    /// pipelines/ and the stages; with --check, only list the pages that differ (exit 1).
+    Docs {
+        /// Folder of the pages.
+        #[arg(long, default_value = "docs/routes")]
+        out: PathBuf,
+        /// Compare instead of writing.
+        #[arg(long)]
+        check: bool,
+    },
     /// Print what /api/fetch's transform makes of a page (a file path or an http(s) URL).
     Markdown {
         /// File path or URL.
@@ -110,6 +120,7 @@ fn main() -> ExitCode {
         Command::Routes => routes(&cli.config),
         Command::Reload => reload(&cli.config),
         Command::Serve => serve(&cli.config),
+        Command::Docs { out, check } => docs(&cli.config, &out, check),
         Command::Markdown { source } => markdown(&cli.config, &source),
         Command::Ledger {
             since,
@@ -383,29 +394,82 @@ fn reload(path: &Path) -> ExitCode {
     }
 }
 
+/// The catalogue from routes.yaml alone: no payTo needed (nothing is paid here), columns sized
+/// to their longest cell.
 fn routes(path: &Path) -> ExitCode {
-    let app = match load_app(path) {
-        Ok(a) => a,
-        Err(c) => return c,
+    let cfg = match config::load_catalogue(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("paycall: {} problem(s) in the configuration", e.0.len());
+            return ExitCode::from(1);
+        }
     };
-    println!(
-        "{:<22} {:<10} {:>8} {:>8}  PIPELINE",
-        "PATH", "METHODS", "USD", "ATOMIC"
-    );
-    for r in &app.routes {
-        let methods: Vec<&str> = r.spec.methods.iter().map(|m| m.as_str()).collect();
-        let (usd, atomic) = match &r.spec.price {
+    let mut rows = vec![[
+        "PATH".to_string(),
+        "METHODS".into(),
+        "USD".into(),
+        "ATOMIC".into(),
+        "PIPELINE".into(),
+    ]];
+    for r in &cfg.routes {
+        let methods: Vec<&str> = r.methods.iter().map(|m| m.as_str()).collect();
+        let (usd, atomic) = match &r.price {
             Some(p) => (p.usd.clone(), p.atomic.first().cloned().unwrap_or_default()),
             None => ("free".into(), "-".into()),
         };
-        println!(
-            "{:<22} {:<10} {:>8} {:>8}  {}",
-            r.spec.path,
+        rows.push([
+            r.path.clone(),
             methods.join(","),
             usd,
             atomic,
-            r.spec.pipeline
-        );
+            r.pipeline.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    ExitCode::SUCCESS
+}
+
+fn docs(path: &Path, out: &Path, check: bool) -> ExitCode {
+    let app = match server::reference::docs_app(path) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut stale = 0;
+    for (name, text) in server::reference::pages(&app) {
+        let file = out.join(&name);
+        let same = std::fs::read_to_string(&file).is_ok_and(|old| old == text);
+        if same {
+            continue;
+        }
+        stale += 1;
+        if check {
+            println!("out of date: {}", file.display());
+        } else if let Err(e) =
+            std::fs::create_dir_all(out).and_then(|_| std::fs::write(&file, text))
+        {
+            eprintln!("paycall docs: cannot write {}: {e}", file.display());
+            return ExitCode::from(1);
+        } else {
+            println!("wrote {}", file.display());
+        }
+    }
+    if check && stale > 0 {
+        eprintln!("paycall docs: {stale} page(s) out of date; run `paycall docs`");
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }

@@ -42,7 +42,7 @@ fn routes_yaml(rpc: &str, index: &str) -> String {
     )
 }
 
-/// The shipped stage parameters (defaults are the spec's limits).
+/// The shipped stage parameters (defaults are docs/decisions.md#limits).
 const FREE: &str = r#"name: bazaar-free
 stages:
   - stage: bazaar_check

@@ -214,3 +214,100 @@ fn check_and_ledger_report_the_ledger_without_creating_it() {
     );
     assert!(!stderr.contains("hunter2"), "never the password: {stderr}");
 }
+
+/// A copy of the shipped routes.yaml and pipelines/ (not static/) in a temp dir, one pipeline
+/// file edited.
+fn shipped_copy(pipeline_edit: Option<(&str, &str, &str)>) -> tempfile::TempDir {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pipelines")).unwrap();
+    for e in std::fs::read_dir(root.join("pipelines")).unwrap() {
+        let p = e.unwrap().path();
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        if let Some((file, from, to)) = pipeline_edit {
+            if p.file_name().unwrap() == file {
+                assert!(text.contains(from), "{file} has no `{from}`");
+                text = text.replacen(from, to, 1);
+            }
+        }
+        std::fs::write(
+            dir.path().join("pipelines").join(p.file_name().unwrap()),
+            text,
+        )
+        .unwrap();
+    }
+    std::fs::copy(root.join("routes.yaml"), dir.path().join("routes.yaml")).unwrap();
+    dir
+}
+
+fn copy_static(dir: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::create_dir(dir.join("static")).unwrap();
+    for e in std::fs::read_dir(root.join("static")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.join("static").join(p.file_name().unwrap())).unwrap();
+    }
+}
+
+#[test]
+fn a_config_elsewhere_without_static_names_each_file_and_where_it_was_looked_for() {
+    let dir = shipped_copy(None);
+    let out = paycall(&["check"], &dir.path().join("routes.yaml"), true);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let looked = dir.path().join("static/harbour-guide.html");
+    assert!(
+        stderr.contains("file `static/harbour-guide.html` not found")
+            && stderr.contains(&format!("looked for {}", looked.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("static/paycall-sample.pdf"), "{stderr}");
+    assert!(stderr.contains("beside the routes.yaml"), "{stderr}");
+    assert!(!stderr.contains("module documentation"), "{stderr}");
+    // One error per missing file: not again for every route whose demo reads it.
+    assert!(stderr.contains("2 problem(s)"), "{stderr}");
+}
+
+#[test]
+fn a_stage_typo_is_one_error_with_a_did_you_mean() {
+    let dir = shipped_copy(Some(("http.yaml", "- stage: fetch", "- stage: fecth")));
+    copy_static(dir.path());
+    let out = paycall(&["check"], &dir.path().join("routes.yaml"), true);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unknown stage `fecth`"), "{stderr}");
+    assert!(stderr.contains("did you mean `fetch`?"), "{stderr}");
+    assert!(
+        !stderr.contains("which no earlier stage provides"),
+        "a cascade: {stderr}"
+    );
+    assert!(stderr.contains("1 problem(s)"), "{stderr}");
+}
+
+#[test]
+fn routes_needs_no_pay_to_and_aligns_its_columns() {
+    let out = paycall(
+        &["routes"],
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml"),
+        false,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 17, "a header and 16 routes: {stdout}");
+    // Every column starts where its header does.
+    let header = lines[0];
+    let starts: Vec<usize> = ["METHODS", "USD", "ATOMIC", "PIPELINE"]
+        .iter()
+        .map(|h| header.find(h).unwrap())
+        .collect();
+    for l in &lines[1..] {
+        for &s in &starts {
+            assert!(
+                l.len() > s && l.as_bytes()[s - 1] == b' ' && l.as_bytes()[s] != b' ',
+                "misaligned at column {s}:\n{header}\n{l}"
+            );
+        }
+    }
+    assert!(stdout.contains("/api/bazaar-check"), "{stdout}");
+}

@@ -191,7 +191,7 @@ async fn get_a_page_every_output_field() {
     assert_eq!(b["textSample"], "à la carte");
     let (s, b) = e.get(&e.pages.url("/no-type"), None).await;
     assert_eq!((s, b["title"].as_str()), (200, Some("Untyped")), "{b}");
-    // A page streamed past the cap is cut there and read (DESIGN §9: charged, marked).
+    // A page streamed past the cap is cut there and read (docs/decisions.md#billing: charged, marked).
     let streamed = extract_support::streamed_html(250_000).await;
     let (s, b) = e.get(&streamed, Some(json!({"top": "h1"}))).await;
     assert_eq!(s, 200, "{b}");

@@ -1,6 +1,6 @@
 //! The outbound guard through the paid routes, by DNS answer: names that resolve (in part) to
 //! refused addresses are refused before any connection, redirects to such names too. The DNS
-//! seam is a static map (DESIGN §7); only 127.0.0.1 is allowed, canaries listen on 127.0.0.2.
+//! seam is a static map (a test seam); only 127.0.0.1 is allowed, canaries listen on 127.0.0.2.
 
 #[path = "support/server.rs"]
 mod server_support;

@@ -1,5 +1,5 @@
 //! The query-string parameter cap through the real server: an unpaid request is answered 402
-//! whatever its query (DESIGN §9), a paid one with too many parameters is a 400 before the
+//! whatever its query (docs/decisions.md#order-of-checks), a paid one with too many parameters is a 400 before the
 //! facilitator is asked anything, and a query at the cap is served as usual.
 
 #[path = "support/server.rs"]

@@ -120,7 +120,7 @@ async fn solana_offers_are_paid_for_real_on_http_fetch_and_extract() {
     let paid = stack.try_pay_async(&url, "GET", None, &sol).await.unwrap();
     assert_eq!(paid.status, 200, "{:?}", paid.body);
     assert_eq!(paid.body["body"], "hello");
-    // (`priced` names the route's first offer, Base, by spec 2.1: the receipt names the network.)
+    // (`priced` names the route's first offer, Base, see docs/decisions.md#answer-shape: the receipt names the network.)
     assert_eq!(paid.body["priced"]["amountAtomic"], "10000");
     assert_solana_receipt(&stack, paid.payment_response.as_ref().expect("receipt"));
     assert_eq!(paid.buyer_spent(), 10_000, "buyer paid exactly the price");

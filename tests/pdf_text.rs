@@ -314,7 +314,7 @@ fn page_and_character_caps() {
         500
     );
     assert_eq!(d.truncated, Some(Truncation::Chars));
-    // The default caps are the spec's: 50 pages, 100,000 characters.
+    // The default caps (docs/decisions.md#limits): 50 pages, 100,000 characters.
     let d = extract(&fixture("corpus/large.pdf"), &Options::default()).unwrap();
     assert_eq!(d.page_count, 60);
     assert!(d.pages.len() <= 50);

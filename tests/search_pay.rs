@@ -228,13 +228,22 @@ async fn search_is_charged_when_results_come_back_and_never_otherwise() {
         json!({"provider": "serper", "api_key_env": "PAYCALL_TEST_SEARCH_KEY_NEVER_SET"}),
     )
     .await;
-    let (s, _, b) = send_signed(&unconfigured.url("/api/search?q=mixed"), &sig).await;
+    // A route that cannot work asks for no payment: 503 with Retry-After before the gate,
+    // the payment never verified (docs/decisions.md#order-of-checks).
+    let (s, h, b) = send_signed(&unconfigured.url("/api/search?q=mixed"), &sig).await;
     assert_eq!(
         (s, b["error"].as_str()),
-        (503, Some("provider_unconfigured")),
+        (503, Some("route_unavailable")),
         "{b}"
     );
-    verified += 1;
+    assert!(
+        b["reason"]
+            .as_str()
+            .unwrap()
+            .contains("PAYCALL_TEST_SEARCH_KEY_NEVER_SET"),
+        "{b}"
+    );
+    assert_eq!(h["retry-after"], "60");
     unconfigured.shutdown().await;
     let down = paycall_for(
         &stack,

@@ -1,9 +1,9 @@
-//! The Bazaar listing audit of one host (/api/bazaar-check, spec 2.9 and 4.9): read the host's
+//! The Bazaar listing audit of one host (/api/bazaar-check, docs/audit.md): read the host's
 //! `/.well-known/x402`, probe each listed route and method once, unpaid, compare with the
 //! discovery index (merchant look-up by the payTo addresses the probes revealed, search by host)
 //! and with read-only chain facts, and say what to fix.
 //!
-//! Time budget (spec Limits), counted from the request's arrival:
+//! Time budget (docs/decisions.md#limits), counted from the request's arrival:
 //! - probes end 12 s after arrival; when payment verification was slow (more than 3 s, the point
 //!   where 12 s after arrival is less than 60% of what is left of the 18 s), probes get 60% of
 //!   the time left instead;
@@ -25,7 +25,7 @@ use super::onchain::Rpc;
 use super::{address, probe};
 use crate::net::{FetchError, Guard, GuardedClient};
 
-/// The route's limits (pipeline parameters; defaults are the spec's).
+/// The route's limits (pipeline parameters; defaults are docs/decisions.md#limits).
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub probe_window: Duration,

@@ -15,7 +15,7 @@ use url::Url;
 
 use crate::net::{FetchRequest, GuardedClient, OverCap};
 
-/// Entries per merchant page (CDP's maximum is 1000; the spec's budget is 3 pages of 100).
+/// Entries per merchant page (CDP's maximum is 1000; our budget is 3 pages of 100).
 pub const PAGE_SIZE: usize = 100;
 
 pub struct DiscoveryIndex {
@@ -175,7 +175,7 @@ pub fn item_url(item: &Value) -> Option<String> {
     }
 }
 
-/// `lastUpdated` as text (ISO string at CDP, a unix number in the spec's text).
+/// `lastUpdated` as text (ISO string at CDP, a unix number in older answers).
 pub fn item_last_updated(item: &Value) -> Option<String> {
     match item.get("lastUpdated") {
         Some(Value::String(s)) => Some(s.clone()),

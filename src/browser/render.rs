@@ -49,7 +49,7 @@ impl Format {
     }
 }
 
-/// What the caller asked for (already validated against the spec's bounds).
+/// What the caller asked for (already validated against the route's bounds).
 #[derive(Debug, Clone)]
 pub struct ShotRequest {
     pub url: Url,
@@ -222,11 +222,11 @@ pub struct FreshContext {
     pub context_id: String,
     pub target_id: String,
     /// Set when the tab is already the WebDriver window with this viewport applied (done
-    /// ahead, after the previous render, for the spec's default viewport).
+    /// ahead, after the previous render, for the route's default viewport).
     pub prepared: Option<(u32, u32)>,
 }
 
-/// The viewport prepared ahead: the spec's defaults (4.6).
+/// The viewport prepared ahead: the route's defaults (docs/routes/screenshot.md).
 const DEFAULT_VIEWPORT: (u32, u32) = (1280, 800);
 
 /// Opens a fresh context (with the guarded proxy again, no loopback bypass) and a tab in it.

@@ -4,6 +4,7 @@
 //! each naming file:line:column and what to do about it. The environment may override the
 //! deployment settings (see `ENV_OVERRIDES`); the operator's file holds everything else.
 
+pub mod hints;
 pub mod raw;
 
 use ipnet::IpNet;
@@ -342,6 +343,32 @@ pub fn load(routes_path: &Path) -> Result<Config, ConfigErrors> {
     load_with_env(routes_path, &|k| std::env::var(k).ok())
 }
 
+/// Stand-ins for unset payTo variables when only the catalogue is wanted (valid, owned by no one).
+const CATALOGUE_PAY_TO: &[(&str, &str)] = &[
+    (
+        "PAYCALL_EVM_PAY_TO",
+        "0x0000000000000000000000000000000000000000",
+    ),
+    ("PAYCALL_SOLANA_PAY_TO", "11111111111111111111111111111111"),
+];
+
+/// As `load`, for commands that list routes and take no payment (`paycall routes`): an unset
+/// payTo variable is not an error there, a placeholder stands in for it (never shown).
+pub fn load_catalogue(routes_path: &Path) -> Result<Config, ConfigErrors> {
+    let env =
+        |k: &str| env_nonempty(&|k| std::env::var(k).ok(), k).or_else(|| placeholder_pay_to(k));
+    load_with_env(routes_path, &env)
+}
+
+/// The stand-in payTo for `PAYCALL_EVM_PAY_TO` / `PAYCALL_SOLANA_PAY_TO` (see `load_catalogue`);
+/// `paycall docs` loads with these alone, so the pages do not depend on the environment.
+pub fn placeholder_pay_to(key: &str) -> Option<String> {
+    CATALOGUE_PAY_TO
+        .iter()
+        .find(|(name, _)| *name == key)
+        .map(|(_, v)| v.to_string())
+}
+
 /// As `load`, with an injectable environment (tests).
 pub fn load_with_env(
     routes_path: &Path,
@@ -386,8 +413,8 @@ pub fn load_with_env(
 fn parse_yaml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigError> {
     serde_saphyr::from_str::<T>(text).map_err(|e| {
         let loc = e.location().unwrap_or(Location::UNKNOWN);
-        // The library's message carries a source snippet; keep only its first line so the
-        // error stays one readable line plus our hint.
+        // The library's message carries a source snippet; keep only its first line, then say
+        // what rule it broke and the likely cause (often the indentation) in our words.
         let full = e.to_string();
         let first = full
             .lines()
@@ -395,25 +422,27 @@ fn parse_yaml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result
             .unwrap_or("invalid YAML")
             .trim()
             .to_string();
-        let hint = if full.contains("unknown field") {
-            "remove or rename the key: unknown keys are refused so typos cannot hide".to_string()
-        } else if full.contains("missing field") {
-            "add the missing key".to_string()
-        } else {
-            "fix the YAML at this position".to_string()
-        };
+        let (message, hint) = hints::yaml_problem(text, loc.line().max(1), &first);
         ConfigError {
             file: path.to_path_buf(),
             line: loc.line().max(1),
             column: loc.column().max(1),
-            message: first,
+            message,
             hint,
         }
     })
 }
 
-fn load_pipelines(dir: &Path, errors: &mut Vec<ConfigError>) -> BTreeMap<String, PipelineSpec> {
+/// The pipelines that were read, and the names of the files that could not be (their stems),
+/// so a route naming one of those gets no second error for the same mistake.
+pub struct Pipelines {
+    pub specs: BTreeMap<String, PipelineSpec>,
+    pub unreadable: Vec<String>,
+}
+
+fn load_pipelines(dir: &Path, errors: &mut Vec<ConfigError>) -> Pipelines {
     let mut out = BTreeMap::new();
+    let mut unreadable = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -421,10 +450,13 @@ fn load_pipelines(dir: &Path, errors: &mut Vec<ConfigError>) -> BTreeMap<String,
                 file: dir.to_path_buf(),
                 line: 1,
                 column: 1,
-                message: format!("cannot read the pipelines folder: {e}"),
-                hint: "keep pipelines/ beside routes.yaml".into(),
+                message: format!("cannot read the pipelines folder {}: {e}", dir.display()),
+                hint: "pipelines/ is looked for beside routes.yaml (the folder of --config)".into(),
             });
-            return out;
+            return Pipelines {
+                specs: out,
+                unreadable,
+            };
         }
     };
     let mut paths: Vec<PathBuf> = entries
@@ -443,6 +475,7 @@ fn load_pipelines(dir: &Path, errors: &mut Vec<ConfigError>) -> BTreeMap<String,
                     message: format!("cannot read: {e}"),
                     hint: String::new(),
                 });
+                unreadable.push(stem(&path));
                 continue;
             }
         };
@@ -450,6 +483,7 @@ fn load_pipelines(dir: &Path, errors: &mut Vec<ConfigError>) -> BTreeMap<String,
             Ok(f) => f,
             Err(e) => {
                 errors.push(e);
+                unreadable.push(stem(&path));
                 continue;
             }
         };
@@ -501,7 +535,16 @@ fn load_pipelines(dir: &Path, errors: &mut Vec<ConfigError>) -> BTreeMap<String,
             },
         );
     }
-    out
+    Pipelines {
+        specs: out,
+        unreadable,
+    }
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn env_nonempty(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Option<String> {
@@ -522,7 +565,7 @@ fn validate(
     path: &Path,
     root: PathBuf,
     file: raw::RoutesFile,
-    pipelines: BTreeMap<String, PipelineSpec>,
+    pipelines: Pipelines,
     env: &dyn Fn(&str) -> Option<String>,
     errors: &mut Vec<ConfigError>,
 ) -> Config {
@@ -906,7 +949,7 @@ fn validate(
         upstreams,
         ledger,
         routes,
-        pipelines,
+        pipelines: pipelines.specs,
     }
 }
 
@@ -975,7 +1018,7 @@ fn validate_route(
     path: &Path,
     route: raw::Route,
     payment: &PaymentSettings,
-    pipelines: &BTreeMap<String, PipelineSpec>,
+    pipelines: &Pipelines,
     r: &mut Reporter<'_>,
 ) -> Option<RouteSpec> {
     let mut ok = true;
@@ -1038,22 +1081,35 @@ fn validate_route(
         None => None,
         Some(pr) => {
             let mut atomic = Vec::new();
-            for a in &payment.accepts {
-                match crate::x402::price::usd_to_atomic(&pr.value, a.decimals) {
-                    Ok(v) => atomic.push(v),
-                    Err(e) => {
-                        r.at(pr.referenced, format!("price `{}` for {}: {e}", pr.value, a.network), "write a positive USD decimal such as \"0.01\" with no more digits than the asset's decimals");
-                        ok = false;
-                    }
-                }
-            }
-            if atomic.iter().any(|a| a == "0") {
+            if let Some(problem) = hints::price_problem(&pr.value) {
                 r.at(
                     pr.referenced,
-                    "a price of zero is not a price",
-                    "remove price_usd for a free route",
+                    problem,
+                    "write a positive USD decimal such as \"0.01\"; a free route has no price_usd",
                 );
                 ok = false;
+            } else {
+                // One error for the price, naming every network it cannot be paid in exactly.
+                let mut inexact = Vec::new();
+                for a in &payment.accepts {
+                    match crate::x402::price::usd_to_atomic(&pr.value, a.decimals) {
+                        Ok(v) => atomic.push(v),
+                        Err(e) => inexact.push((a.name.clone(), e.to_string())),
+                    }
+                }
+                if let Some((_, reason)) = inexact.first() {
+                    let names: Vec<&str> = inexact.iter().map(|(n, _)| n.as_str()).collect();
+                    r.at(
+                        pr.referenced,
+                        format!(
+                            "price_usd `{}` cannot be paid in {}: {reason}",
+                            pr.value,
+                            names.join(", ")
+                        ),
+                        "use no more decimal places than the asset has (USDC: 6), e.g. \"0.015\"",
+                    );
+                    ok = false;
+                }
             }
             Some(Price {
                 usd: normalise_usd(&pr.value),
@@ -1061,16 +1117,25 @@ fn validate_route(
             })
         }
     };
-    if !pipelines.contains_key(&route.pipeline.value) {
-        let known: Vec<&str> = pipelines.keys().map(String::as_str).collect();
-        r.at(
-            route.pipeline.referenced,
-            format!("unknown pipeline `{}`", route.pipeline.value),
-            format!(
-                "define it in pipelines/*.yaml or use one of: {}",
-                known.join(", ")
-            ),
-        );
+    if !pipelines.specs.contains_key(&route.pipeline.value) {
+        // A pipeline file that failed to load was reported already: one error per mistake.
+        if !pipelines.unreadable.contains(&route.pipeline.value) {
+            let known: Vec<&str> = pipelines.specs.keys().map(String::as_str).collect();
+            let near = hints::did_you_mean(&route.pipeline.value, known.iter().copied());
+            r.at(
+                route.pipeline.referenced,
+                format!(
+                    "unknown pipeline `{}`{}",
+                    route.pipeline.value,
+                    near.map(|k| format!(" (did you mean `{k}`?)"))
+                        .unwrap_or_default()
+                ),
+                format!(
+                    "name a pipeline defined in pipelines/*.yaml beside routes.yaml: {}",
+                    known.join(", ")
+                ),
+            );
+        }
         ok = false;
     }
     let billing = match &route.billing {

@@ -33,7 +33,7 @@ pub struct RoutesFile {
 pub struct Service {
     /// Name shown in discovery documents.
     pub name: String,
-    /// Version of the interface description (spec §9: 1.0.0).
+    /// Version of the interface description (1.0.0: docs/decisions.md#answer-shape).
     #[serde(default = "default_version")]
     pub version: String,
     /// One paragraph for /llms.txt and /openapi.json.

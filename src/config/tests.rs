@@ -200,3 +200,177 @@ fn cidr_and_address_helpers() {
     ));
     assert!(is_solana_address("11111111111111111111111111111111"));
 }
+
+// ---- Errors a newcomer can act on: one per mistake, the rule stated, the likely cause named ----
+
+fn pay_to_env() -> impl Fn(&str) -> Option<String> {
+    env_of(&[("PAYCALL_EVM_PAY_TO", EVM), ("PAYCALL_SOLANA_PAY_TO", SOL)])
+}
+
+/// The errors of a shipped copy with `edit` applied to routes.yaml.
+fn errors_of(edit: impl Fn(String) -> String) -> (tempfile::TempDir, Vec<ConfigError>) {
+    let (dir, path) = variant(edit);
+    let err = load_with_env(&path, &pay_to_env()).expect_err("the edit is a mistake");
+    (dir, err.0)
+}
+
+fn line_of(e: &ConfigError) -> String {
+    let text = std::fs::read_to_string(&e.file).unwrap();
+    text.lines()
+        .nth(e.line as usize - 1)
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_negative_price_is_one_error_saying_it_must_be_positive() {
+    let (_d, errors) = errors_of(|t| t.replacen("price_usd: \"0.01\"", "price_usd: \"-0.01\"", 1));
+    assert_eq!(
+        errors.len(),
+        1,
+        "one error, not one per network: {errors:?}"
+    );
+    assert!(
+        errors[0].message.contains("must be positive"),
+        "{}",
+        errors[0]
+    );
+    assert!(line_of(&errors[0]).contains("-0.01"));
+}
+
+#[test]
+fn a_price_finer_than_the_asset_is_one_error_naming_every_network() {
+    let (_d, errors) =
+        errors_of(|t| t.replacen("price_usd: \"0.01\"", "price_usd: \"0.0000001\"", 1));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let m = &errors[0].message;
+    assert!(m.contains("base") && m.contains("solana"), "{m}");
+}
+
+#[test]
+fn a_key_indented_into_the_block_above_is_named_as_an_indentation_mistake() {
+    // `summary` moved under the route's output_example: the parser says "missing field".
+    let (_d, errors) = errors_of(|t| {
+        t.replacen("    summary: SSRF-safe HTTP proxy\n", "", 1)
+            .replacen(
+            "      bytesRead: 1256\n\n  - path: /api/fetch",
+            "      bytesRead: 1256\n      summary: SSRF-safe HTTP proxy\n\n  - path: /api/fetch",
+            1,
+        )
+    });
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let e = &errors[0];
+    let text = std::fs::read_to_string(&e.file).unwrap();
+    let at = text
+        .lines()
+        .position(|l| l == "      summary: SSRF-safe HTTP proxy")
+        .unwrap()
+        + 1;
+    assert!(
+        e.message.contains(&format!("`summary:` on line {at}")),
+        "{e}"
+    );
+    assert!(e.hint.contains("indentation"), "{e}");
+    assert!(!e.message.contains("missing field"), "our words: {e}");
+}
+
+#[test]
+fn a_parameter_key_swallowed_by_a_folded_description_is_named() {
+    // `type` indented as if it continued the description above it: "missing field type".
+    let (_d, errors) = errors_of(|t| {
+        t.replacen(
+            "      - name: body\n        type: any\n",
+            "      - name: body\n",
+            1,
+        )
+        .replacen(
+            "          application/json\n",
+            "          application/json\n          type: any\n",
+            1,
+        )
+    });
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let e = &errors[0];
+    assert!(e.message.contains("missing key `type`"), "{e}");
+    assert!(e.hint.contains("indentation"), "{e}");
+}
+
+#[test]
+fn a_syntax_error_from_an_odd_indentation_names_the_line() {
+    let (_d, errors) = errors_of(|t| {
+        t.replacen(
+            "    summary: SSRF-safe HTTP proxy",
+            "   summary: SSRF-safe HTTP proxy",
+            1,
+        )
+    });
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let e = &errors[0];
+    let text = std::fs::read_to_string(&e.file).unwrap();
+    let at = text
+        .lines()
+        .position(|l| l == "   summary: SSRF-safe HTTP proxy")
+        .unwrap()
+        + 1;
+    assert!(
+        e.hint.contains(&format!("line {at} is indented 3 spaces")),
+        "{e}"
+    );
+    assert!(!e.hint.contains("fix the YAML at this position"), "{e}");
+}
+
+#[test]
+fn an_unknown_key_gets_a_did_you_mean() {
+    let (_d, errors) = errors_of(|t| {
+        t.replacen(
+            "    summary: SSRF-safe HTTP proxy",
+            "    sumary: SSRF-safe HTTP proxy",
+            1,
+        )
+    });
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].message.contains("did you mean `summary`?"),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn an_unknown_pipeline_gets_a_did_you_mean() {
+    let (_d, errors) = errors_of(|t| t.replacen("pipeline: http\n", "pipeline: htp\n", 1));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].message.contains("did you mean `http`?"),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn a_broken_pipeline_file_is_one_error_not_also_an_unknown_pipeline() {
+    let (dir, path) = variant(|t| t);
+    let file = dir.path().join("pipelines/http.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replacen("  - stage: http_record", "   - stage: http_record", 1),
+    )
+    .unwrap();
+    let errors = load_with_env(&path, &pay_to_env()).unwrap_err().0;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].file.ends_with("pipelines/http.yaml"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].hint.contains("indent"), "{}", errors[0]);
+}
+
+#[test]
+fn the_catalogue_loads_without_pay_to() {
+    // load_catalogue reads the process environment; the shipped file has empty pay_to values.
+    let cfg =
+        load_with_env(&shipped(), &|k| placeholder_pay_to(k)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cfg.routes.len(), 16);
+}

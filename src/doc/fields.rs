@@ -1,4 +1,4 @@
-//! The `fields` language of /api/extract (spec 2.6): a map of field name → CSS selector string
+//! The `fields` language of /api/extract (docs/extract.md): a map of field name → CSS selector string
 //! or `{selector, attr, all, limit}`, checked without I/O ([`parse_spec`], a 400 `bad_fields`)
 //! and evaluated on a parsed page under one time budget ([`evaluate`]).
 //!
@@ -60,7 +60,7 @@ pub struct FieldSpec {
     pub limit: usize,
 }
 
-/// Per-field error codes (spec 2.5).
+/// Per-field error codes (docs/extract.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldError {
     BadSelector,

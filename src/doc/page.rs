@@ -20,7 +20,7 @@ use url::Url;
 use super::guard::bound_input;
 use super::parse::{parse_document, Budget, Refused};
 
-/// At most this many characters of body text in `textSample` (spec Limits).
+/// At most this many characters of body text in `textSample` (docs/decisions.md#limits).
 pub const TEXT_SAMPLE_CHARS: usize = 2000;
 /// Caps on the lists, so a page of 10,000 links does not become a 2 MB answer.
 pub const MAX_LINKS: usize = 1000;
@@ -82,7 +82,7 @@ impl Page {
         matches!(u.scheme(), "http" | "https").then(|| u.to_string())
     }
 
-    /// The page facts as the JSON fields of spec 2.5 (empty ones omitted).
+    /// The page facts as /api/extract's JSON fields (docs/routes/extract.md) (empty ones omitted).
     pub fn facts(&self) -> Map<String, Value> {
         let mut metas: Vec<(String, String)> = Vec::new();
         let mut title_tag: Option<String> = None;

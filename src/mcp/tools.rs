@@ -12,7 +12,7 @@
 //! echoes a resource must name): `mcp://<host of base_url>/tools/<tool name>`, e.g.
 //! `mcp://paycall.example.com/tools/fetch`. One URL per tool, stable across releases (the tool
 //! name is the route's name), distinct from the route's https URL so an indexer never mistakes
-//! one door for the other; the bazaar block adds `toolName` as the spec asks.
+//! one door for the other; the bazaar block adds `toolName` as the MCP bazaar extension asks.
 
 use http::{Method, StatusCode};
 use serde_json::{json, Map, Value};

@@ -74,7 +74,7 @@ pub struct FetchRequest {
 }
 
 impl FetchRequest {
-    /// A GET with the spec's /api/fetch defaults: 3 redirects, 200,000 bytes (truncated), 8 s.
+    /// A GET with /api/fetch's defaults (docs/decisions.md#limits): 3 redirects, 200,000 bytes (truncated), 8 s.
     pub fn get(url: Url) -> Self {
         FetchRequest {
             url,

@@ -1,4 +1,4 @@
-//! The guarded forward proxy the headless browser is started with (DESIGN §5).
+//! The guarded forward proxy the headless browser is started with (docs/decisions.md#outbound).
 //!
 //! Chromium sends every request of a page here (`--proxy-server`, no loopback bypass): plain
 //! HTTP as absolute-form requests, https and WebSockets as CONNECT tunnels. Each target is judged

@@ -1,4 +1,4 @@
-//! Prometheus metrics, served on the admin listener only (`service.admin_listen`, DESIGN §10).
+//! Prometheus metrics, served on the admin listener only (`service.admin_listen`, docs/decisions.md#operations).
 //!
 //! One `Metrics` per running service, kept in `Services` (so it survives a live reload and each
 //! test server counts on its own). Label values are bounded: route paths and names from the

@@ -1,7 +1,7 @@
 //! `bill`: decides from the finished reply whether this call is charged.
 //!
 //! The rule is the route's `billing` (routes.yaml): `status_below_400` (default: every
-//! not-charged case in the spec is an error status) or `never`. Parameters: none.
+//! not-charged case is an error status, docs/decisions.md#billing) or `never`. Parameters: none.
 
 use async_trait::async_trait;
 use serde::Deserialize;

@@ -141,7 +141,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }))
 }
 
-/// `resource` of the route's challenges: canonical base_url + path, no query (DESIGN §9).
+/// `resource` of the route's challenges: canonical base_url + path, no query (docs/decisions.md#challenge).
 pub fn resource_info(config: &Config, route: &RouteSpec) -> ResourceInfo {
     let mut url = config.service.base_url.clone();
     url.set_path(&route.path);
@@ -188,10 +188,11 @@ fn base_requirement(config: &Config, a: &AcceptOption, amount: &str) -> Requirem
 /// The bazaar declaration of one method, from the route's input schema.
 pub fn bazaar_for(route: &RouteSpec, method: &Method) -> Value {
     let body = crate::pipeline::input::reads_body(method);
+    // Every parameter the route accepts with this method: /api/http's `body` is accepted in a
+    // GET's query string too (with method=PUT), so it is declared there as well.
     let params: Vec<BazaarParam> = route
         .input
         .iter()
-        .filter(|p| !(p.name == "body" && !body && p.ty == ParamType::Any))
         .map(|p| {
             let json_type = match (p.ty, body) {
                 (ParamType::String, _) | (ParamType::Any, _) => JsonType::String,

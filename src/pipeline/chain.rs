@@ -27,12 +27,31 @@ pub trait Stage: Send + Sync {
         Ok(())
     }
 
+    /// Outcomes of this stage whose billing a caller could not guess from the status rule alone
+    /// (an upstream's 404 delivered in a 200 record), from the stage's own parameters, so
+    /// discovery and docs describe what the stage does. The verdict is not the stage's to say:
+    /// discovery applies the route's bill rule to `status`.
+    fn billing_cases(&self) -> Vec<BillingCase> {
+        Vec::new()
+    }
+
     /// Checks of the validated input that need no I/O (a URL the guard refuses by its spelling,
     /// a bad fields spec, a bad header name). They run before the payment gate verifies, so a
-    /// bad request is a 400 that never reaches the facilitator (DESIGN §9 order of checks).
+    /// bad request is a 400 that never reaches the facilitator (docs/decisions.md#order-of-checks).
     fn check_input(&self, _input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
         Ok(())
     }
+}
+
+/// One outcome a stage documents for billing: which case, the reply status it gives, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillingCase {
+    /// Stable name, e.g. `upstream_error_status`.
+    pub case: &'static str,
+    /// The status of the route's answer in this case.
+    pub status: u16,
+    /// What happens, without the verdict ("an upstream 404 or 500 is reported in a 200 record").
+    pub what: String,
 }
 
 /// When a stage runs.
@@ -171,6 +190,19 @@ impl Chain {
         } else {
             Err(reasons.join("; "))
         }
+    }
+
+    /// The billing cases every stage documents, in chain order, one per case name.
+    pub fn billing_cases(&self) -> Vec<BillingCase> {
+        let mut out: Vec<BillingCase> = Vec::new();
+        for link in &self.links {
+            for c in link.stage.billing_cases() {
+                if !out.iter().any(|x| x.case == c.case) {
+                    out.push(c);
+                }
+            }
+        }
+        out
     }
 
     /// Walks the exchange through the chain. Always leaves `ex.reply` set.
@@ -313,15 +345,25 @@ pub fn build_chain(
     let mut links = Vec::new();
     let mut provided: Vec<&str> = Vec::new();
     let mut seen_finish = false;
+    // After an unknown stage, what it would have provided is unknown: the checks that follow from
+    // it (needs, a paid chain's artefacts) are left out, so one typo is one error.
+    let mut unknown_seen = false;
     for (i, sref) in pipeline.stages.iter().enumerate() {
         let Some(factory) = registry.iter().find(|f| f.name == sref.name) else {
             let known: Vec<&str> = registry.iter().map(|f| f.name).collect();
+            let hint = match crate::config::hints::did_you_mean(&sref.name, known.iter().copied()) {
+                Some(near) => {
+                    format!("did you mean `{near}`? (`paycall check --stages` lists every stage)")
+                }
+                None => format!("registered stages: {}", known.join(", ")),
+            };
             err(
                 &mut errors,
                 &sref.origin,
                 format!("unknown stage `{}`", sref.name),
-                format!("registered stages: {}", known.join(", ")),
+                hint,
             );
+            unknown_seen = true;
             continue;
         };
         if factory.phase == Phase::Gate && i != 0 {
@@ -346,7 +388,7 @@ pub fn build_chain(
             );
         }
         for need in factory.needs {
-            if !provided.contains(need) {
+            if !provided.contains(need) && !unknown_seen {
                 err(
                     &mut errors,
                     &sref.origin,
@@ -375,15 +417,18 @@ pub fn build_chain(
                 errors: factory.errors,
                 stage,
             }),
-            Err(e) => err(
-                &mut errors,
-                params_origin,
-                format!(
-                    "stage `{}` in route {}: bad parameters: {e}",
-                    factory.name, route.path
-                ),
-                "see the stage's parameter list in its module documentation".into(),
-            ),
+            Err(e) => {
+                let (message, hint) = build_problem(factory.name, &e);
+                err(
+                    &mut errors,
+                    params_origin,
+                    format!(
+                        "stage `{}` in route {}: {message}",
+                        factory.name, route.path
+                    ),
+                    hint,
+                )
+            }
         }
     }
     // A priced route must take the payment, decide the bill and settle it: stages declare
@@ -393,7 +438,7 @@ pub fn build_chain(
         .copied()
         .filter(|a| !provided.contains(a))
         .collect();
-    if route.is_paid() && !missing.is_empty() {
+    if route.is_paid() && !missing.is_empty() && !unknown_seen {
         let providers: Vec<String> = missing
             .iter()
             .map(|a| {
@@ -433,6 +478,24 @@ pub fn build_chain(
         Err(errors)
     }
 }
+
+/// A builder's error as (message, fix). Builders say `message` + `BUILD_FIX` + `fix` when they
+/// know the fix (a missing file: where it was looked for); a bare error is the parameters
+/// failing to deserialise, whose fix is the stage's parameter list.
+pub fn build_problem(stage: &str, error: &str) -> (String, String) {
+    match error.split_once(BUILD_FIX) {
+        Some((message, fix)) => (message.to_string(), fix.to_string()),
+        None => (
+            format!("bad parameters: {error}"),
+            format!(
+                "`{stage}` takes the parameters listed at the top of its module (src/stages/, src/payment/); unknown keys are refused"
+            ),
+        ),
+    }
+}
+
+/// Separates a stage builder's message from its fix (see `build_problem`).
+pub const BUILD_FIX: &str = "\nfix: ";
 
 /// Shallow merge of objects: keys of `over` replace keys of `base`.
 fn merge(base: Value, over: Value) -> Value {

@@ -51,7 +51,7 @@ impl Reply {
         Reply::error_with(status, code, message, Map::new())
     }
 
-    /// The error shape plus fields the spec names (fieldErrors, …).
+    /// The error shape plus fields the route names (fieldErrors, …).
     pub fn error_with(
         status: StatusCode,
         code: &str,
@@ -116,7 +116,7 @@ pub struct Exchange {
     pub demo: bool,
     /// Validated input with defaults applied.
     pub input: Map<String, Value>,
-    /// The 400/413 to give once payment is settled as a question (DESIGN §9 order of checks).
+    /// The 400/413 to give once payment is settled as a question (docs/decisions.md#order-of-checks).
     pub input_error: Option<Reply>,
     /// The vetted outbound URL (url_guard).
     pub target: Option<url::Url>,
@@ -181,7 +181,7 @@ impl Exchange {
         Flow::Reply
     }
 
-    /// Finish with a success body, adding `source`, `priced` and `asOf` (spec 2.1).
+    /// Finish with a success body, adding `source`, `priced` and `asOf` (docs/decisions.md#answer-shape).
     pub fn respond_ok(&mut self, body: Value) -> Flow {
         self.reply = Some(Reply::json(StatusCode::OK, &self.stamp(body)));
         Flow::Reply
@@ -223,7 +223,7 @@ pub fn new_request_id() -> String {
     format!("{t:011x}{r:08x}")
 }
 
-/// The `priced` block for a route (spec 2.1): first accepted option's network short name.
+/// The `priced` block for a route (docs/decisions.md#answer-shape): first accepted option's network short name.
 pub fn priced_block(route: &RouteSpec, accepts: &[crate::config::AcceptOption]) -> Option<Value> {
     let price = route.price.as_ref()?;
     let first = accepts.first()?;

@@ -6,5 +6,7 @@ pub mod chain;
 pub mod exchange;
 pub mod input;
 
-pub use chain::{build_chain, params, BuildCtx, Chain, Phase, Services, Stage, StageFactory};
+pub use chain::{
+    build_chain, params, BillingCase, BuildCtx, Chain, Phase, Services, Stage, StageFactory,
+};
 pub use exchange::{now_iso, priced_block, Exchange, Flow, Reply};

@@ -1,4 +1,4 @@
-//! The admin listener (`service.admin_listen`, default 127.0.0.1:9402; DESIGN §10): never the
+//! The admin listener (`service.admin_listen`, default 127.0.0.1:9402; docs/decisions.md#operations): never the
 //! public port, because /metrics shows revenue.
 //!
 //! - `GET /metrics`: Prometheus exposition text.

@@ -1,5 +1,5 @@
 //! Demo twins: `GET /api/demo/<name>` runs a paid route's own chain, free, on the fixed input
-//! of its `demo:` block in routes.yaml, and answers the spec 2.3 envelope around the result.
+//! of its `demo:` block in routes.yaml, and answers the demo envelope (docs/decisions.md#demo) around the result.
 //!
 //! - The demo run sets `ex.demo`, so the chain runner skips the payment stages: a demo is never
 //!   charged and never reaches the facilitator.
@@ -7,7 +7,7 @@
 //!   `get_with` lets one caller run the chain while concurrent callers for the same route wait
 //!   for its result. A failed sample (status ≥ 400) is kept only `FAILED_SAMPLE_TTL` (30 s), long
 //!   enough to shield a failing upstream from a crowd, short enough to recover quickly.
-//! - A demo never answers 200 around a failure (spec 2.3: `sample_status` is the recorded
+//! - A demo never answers 200 around a failure (docs/decisions.md#demo: `sample_status` is the recorded
 //!   sample's, 200). When a refresh fails, the last good sample of the route is served instead
 //!   (marked `stale: true`); with none yet, the failure itself is the answer, with its own status
 //!   (502, 503, …; `Retry-After` on a 5xx) and the route's error body plus `demo: true`. See
@@ -416,7 +416,7 @@ async fn run_sample(entry: &RouteEntry) -> (u16, Value) {
     }
 }
 
-/// The spec 2.3 envelope. `refresh_failed`: the status of the failed refresh when `sample` is
+/// The demo envelope (docs/decisions.md#demo). `refresh_failed`: the status of the failed refresh when `sample` is
 /// the last good one served in its place (adds `stale: true`).
 fn envelope(app: &App, entry: &RouteEntry, sample: &Sample, refresh_failed: Option<u16>) -> Value {
     let spec = &entry.spec;

@@ -10,10 +10,13 @@
 //!   used to hammer the facilitator). `ok` means "this service can take paid calls": the
 //!   config loaded (it did, or nothing would answer) and the facilitator answers. Routes that
 //!   cannot serve (a missing browser, no search key) do not make it false: they are listed under
-//!   `degraded` with the reason, each paid call to them answering its own error, not charged.
+//!   `degraded` with the reason (`availability::check`), and answer 503 before any challenge.
 //!   The HTTP status is 200 either way (it is a report, not a load-balancer probe).
 //!
-//! The three documents are built once when the filter is built; /status is computed per call.
+//! The three documents are built when the filter is built and again when a route's availability
+//! changes (`availability::check`: such a route is marked unavailable in each); /status is
+//! computed per call. Billing per route comes from `reference::Billing` (the bill rule and the
+//! stages' billing cases), the same source as the behaviour.
 //! Every answer goes through `respond::to_response` (CORS) with `Cache-Control: public,
 //! max-age=60`.
 
@@ -65,8 +68,43 @@ impl Documents {
     }
 }
 
+/// The documents, rebuilt when a route's availability changes (a browser found, a circuit
+/// closed): discovery marks unavailable routes, and must not keep saying so after they recover.
+pub struct DocCache {
+    current: std::sync::Mutex<(Vec<Option<String>>, Arc<Documents>)>,
+}
+
+impl DocCache {
+    pub fn new(app: &App) -> DocCache {
+        DocCache {
+            current: std::sync::Mutex::new((
+                availability_key(app),
+                Arc::new(Documents::build(app)),
+            )),
+        }
+    }
+
+    pub fn get(&self, app: &App) -> Arc<Documents> {
+        let key = availability_key(app);
+        let Ok(mut current) = self.current.lock() else {
+            return Arc::new(Documents::build(app));
+        };
+        if current.0 != key {
+            *current = (key, Arc::new(Documents::build(app)));
+        }
+        current.1.clone()
+    }
+}
+
+fn availability_key(app: &App) -> Vec<Option<String>> {
+    app.routes
+        .iter()
+        .map(|r| super::availability::check(app, r).err())
+        .collect()
+}
+
 pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
-    let docs = Arc::new(Documents::build(&app));
+    let docs = Arc::new(DocCache::new(&app));
     let probe = Arc::new(FacilitatorProbe::new(&app.config));
     warp::path::full()
         .and(warp::method())
@@ -79,7 +117,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
                 if ![WELL_KNOWN_PATH, OPENAPI_PATH, LLMS_PATH, STATUS_PATH].contains(&path) {
                     return Err(warp::reject::not_found());
                 }
-                let reply = answer(&app, &docs, &probe, path, &method).await;
+                let reply = answer(&app, &docs.get(&app), &probe, path, &method).await;
                 let mut resp = respond::to_response(reply, &new_request_id());
                 if method == Method::HEAD {
                     *resp.body_mut() = Default::default();
@@ -173,16 +211,18 @@ fn networks_text(config: &Config) -> String {
         .join(", ")
 }
 
-fn how_to_pay(config: &Config) -> String {
+fn how_to_pay(app: &App) -> String {
+    let config = &app.config;
     format!(
         "Paid routes use x402 version 2, scheme exact, in USDC on {}. 1) Call the route without \
          payment: it answers 402 with a PAYMENT-REQUIRED header (base64 JSON listing the accepted \
          payments: network, asset, amount in atomic units, payTo). 2) Sign one of them with an x402 \
          client (on Base an EIP-3009 transferWithAuthorization). 3) Repeat the same request with \
          the PAYMENT-SIGNATURE header; the 200 answer carries PAYMENT-RESPONSE, the settlement \
-         receipt. Error answers are never charged. No API key, no signup. Every paid route has a \
-         free sample at GET /api/demo/<name>.",
-        networks_text(config)
+         receipt. {} A route that cannot work now answers 503 with Retry-After instead of 402. \
+         No API key, no signup. Every paid route has a free sample at GET /api/demo/<name>.",
+        networks_text(config),
+        super::reference::service_billing(app)
     )
 }
 
@@ -202,13 +242,22 @@ pub fn well_known(app: &App) -> Value {
             }
         }
     }
+    let unavailable: Vec<Value> = paid_routes(app)
+        .filter_map(|r| {
+            super::availability::check(app, r)
+                .err()
+                .map(|reason| json!({ "path": r.spec.path, "reason": reason }))
+        })
+        .collect();
     json!({
         "version": 1,
         "resources": resources,
+        // Listed routes that cannot work now: they answer 503 with Retry-After, not 402.
+        "unavailable": unavailable,
         "instructions": format!(
             "{} The full catalogue with parameters is at {base}{OPENAPI_PATH} and {base}{LLMS_PATH}. \
              The same routes are paid MCP tools at {base}{}.",
-            how_to_pay(&app.config),
+            how_to_pay(app),
             crate::mcp::PATH
         ),
         "mcp": format!("{base}{}", crate::mcp::PATH),
@@ -364,7 +413,7 @@ fn error_response(description: String) -> Value {
 }
 
 /// Error statuses of a route: inputs (400, 413) for all, then whatever its stages declare.
-fn error_statuses(entry: &RouteEntry, method: &Method) -> BTreeMap<u16, Vec<String>> {
+pub(crate) fn error_statuses(entry: &RouteEntry, method: &Method) -> BTreeMap<u16, Vec<String>> {
     let mut out: BTreeMap<u16, Vec<String>> = BTreeMap::new();
     out.entry(400)
         .or_default()
@@ -384,6 +433,12 @@ fn error_statuses(entry: &RouteEntry, method: &Method) -> BTreeMap<u16, Vec<Stri
                 list.push(w.to_string());
             }
         }
+    }
+    if entry.spec.is_paid() {
+        out.entry(503).or_default().push(
+            "the route cannot work now (route_unavailable, before any challenge; Retry-After)"
+                .into(),
+        );
     }
     out
 }
@@ -457,8 +512,9 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
     if let Some(price) = &spec.price {
         let _ = write!(
             description,
-            "\n\nPrice: ${} per call (x402 v2). Not charged when the answer is an error.",
-            price.usd
+            "\n\nPrice: ${} per call (x402 v2). {}",
+            price.usd,
+            super::reference::Billing::of(entry).sentence()
         );
         if spec.demo.is_some() {
             let _ = write!(
@@ -546,6 +602,18 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
         responses.insert(status.to_string(), error_response(d));
     }
     op.insert("responses".into(), Value::Object(responses));
+    if spec.is_paid() {
+        op.insert(
+            "x-billing".into(),
+            super::reference::Billing::of(entry).to_json(),
+        );
+        if let Err(reason) = super::availability::check(app, entry) {
+            op.insert(
+                "x-unavailable".into(),
+                json!({ "reason": reason, "retryAfterSeconds": super::availability::RETRY_AFTER_S }),
+            );
+        }
+    }
     if let Some(info) = payment_info(&app.config, spec) {
         op.insert("x-payment-info".into(), info);
         // Indexers read the payment as the operation's auth (x402scan: `security` +
@@ -620,7 +688,7 @@ pub fn openapi(app: &App) -> Value {
             "title": config.service.name,
             "version": config.service.version,
             "description": config.service.description,
-            "x-guidance": how_to_pay(config),
+            "x-guidance": how_to_pay(app),
         },
         "servers": servers,
         "x-discovery": { "llmsTxtUrl": format!("{}{LLMS_PATH}", origin(config)) },
@@ -675,6 +743,22 @@ pub fn openapi(app: &App) -> Value {
 fn param_line(p: &ParamSpec) -> String {
     let mut facts = vec![p.ty.json_name().to_string()];
     facts.push(if p.required { "required" } else { "optional" }.into());
+    facts.extend(param_rules(p));
+    let desc = if p.description.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", p.description)
+    };
+    format!("`{}` ({}){desc}", p.name, facts.join(", "))
+}
+
+/// A parameter's rules in words (bounds, lengths, enum, pattern, default), as input validation
+/// applies them.
+pub fn param_rules(p: &ParamSpec) -> Vec<String> {
+    let mut facts = Vec::new();
+    if p.format.as_deref() == Some("uri") {
+        facts.push("absolute http(s) URL".to_string());
+    }
     match (p.minimum, p.maximum) {
         (Some(lo), Some(hi)) => facts.push(format!("{} to {}", number(lo), number(hi))),
         (Some(lo), None) => facts.push(format!("at least {}", number(lo))),
@@ -709,12 +793,10 @@ fn param_line(p: &ParamSpec) -> String {
                 .unwrap_or_else(|| d.to_string())
         ));
     }
-    let desc = if p.description.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", p.description)
-    };
-    format!("`{}` ({}){desc}", p.name, facts.join(", "))
+    if p.case_insensitive && p.enumeration.is_some() {
+        facts.push("any case".into());
+    }
+    facts
 }
 
 /// The input a curl example uses: the demo input, else the parameters' examples. A demo input
@@ -797,7 +879,7 @@ pub fn llms_txt(app: &App) -> String {
     let _ = writeln!(t, "> {summary}\n");
     let _ = writeln!(
         t,
-        "Base URL: {base}{}. Version {}. Answers are JSON; errors are `{{\"error\": code, \"message\": text}}` and are never charged.\n",
+        "Base URL: {base}{}. Version {}. Answers are JSON; errors are `{{\"error\": code, \"message\": text}}`, and an answer with an error status is never charged (each route's billing below).\n",
         config
             .service
             .backup_url
@@ -819,9 +901,10 @@ pub fn llms_txt(app: &App) -> String {
     let _ = writeln!(t, "- 1. Call the route without payment: the answer is `402` with a `PAYMENT-REQUIRED` header (base64 JSON: x402Version 2, resource, accepts with network, amount in atomic units, asset, payTo).");
     let _ = writeln!(t, "- 2. Sign one of the accepted options with an x402 client (on Base: an EIP-3009 transferWithAuthorization for the exact amount).");
     let _ = writeln!(t, "- 3. Repeat the same request with the `PAYMENT-SIGNATURE` header. The `200` answer carries `PAYMENT-RESPONSE` (base64 JSON settlement receipt with the transaction hash).");
+    let _ = writeln!(t, "- {}", super::reference::service_billing(app));
     let _ = writeln!(
         t,
-        "- An answer with an error status is not charged: the payment is not settled.\n"
+        "- A route that cannot work now answers `503` with `Retry-After` instead of `402`: no payment is asked.\n"
     );
 
     let paid: Vec<&RouteEntry> = paid_routes(app).collect();
@@ -838,9 +921,20 @@ pub fn llms_txt(app: &App) -> String {
                 methods_list(s),
                 s.summary
             );
+            if let Err(reason) = super::availability::check(app, e) {
+                let _ = writeln!(
+                    t,
+                    "  - Unavailable now ({reason}): answers 503 with Retry-After, no payment asked."
+                );
+            }
             if s.description != s.summary {
                 let _ = writeln!(t, "  - {}", s.description.trim().replace('\n', " "));
             }
+            let _ = writeln!(
+                t,
+                "  - Billing: {}",
+                super::reference::Billing::of(e).sentence()
+            );
             if s.input.is_empty() {
                 let _ = writeln!(t, "  - Parameters: none.");
             } else {
@@ -1071,7 +1165,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
                 "price": r.spec.price.as_ref().map(|p| format!("${}", p.usd)),
                 "pipeline": r.spec.pipeline,
             });
-            if let Err(reason) = r.chain.readiness() {
+            if let Err(reason) = super::availability::check(app, r) {
                 v["ready"] = json!(false);
                 v["reason"] = json!(reason);
                 degraded.push(json!({

@@ -1,7 +1,8 @@
 //! The public listener's accept loop (hyper, as `warp::serve` does it), except that each request
 //! is handed to the App served at that moment (`ops::reload::Live`): a live reload swaps routes
 //! between two requests, even on a kept-alive connection. Every response is counted here by
-//! route label, method and status, and 402s by kind.
+//! route label, method and status, and 402s by kind, and logged here once (`RequestLog`): paid
+//! routes, demo twins (cached or not, 429s included), discovery, /status and 404s alike.
 
 use http::{Method, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -59,6 +60,7 @@ pub async fn run(
                 let route = served.label(req.uri().path());
                 let method = req.method().clone();
                 let paid = req.headers().contains_key("payment-signature");
+                let mut log = RequestLog::start(&method, route.as_deref(), req.uri().path());
                 let svc = hyper_util::service::TowerToHyperService::new(warp::service(
                     served.filter.clone(),
                 ));
@@ -73,6 +75,7 @@ pub async fn run(
                             r.status(),
                             paid,
                         );
+                        log.finish(r);
                     }
                     resp
                 }
@@ -86,6 +89,66 @@ pub async fn run(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// The one log line of a request (README: request id, route, status, charged, time taken).
+/// Written when the response is ready, or, for a client that hung up first, when the request is
+/// dropped (status 499, as nginx logs it; a paid call's work still finishes detached).
+pub struct RequestLog {
+    started: std::time::Instant,
+    method: Method,
+    route: String,
+    done: bool,
+}
+
+impl RequestLog {
+    pub fn start(method: &Method, label: Option<&str>, path: &str) -> RequestLog {
+        let route = match label {
+            Some(l) => l.to_string(),
+            // Not a route: the path as asked (cut, it is the client's text).
+            None => path.chars().take(200).collect(),
+        };
+        RequestLog {
+            started: std::time::Instant::now(),
+            method: method.clone(),
+            route,
+            done: false,
+        }
+    }
+
+    pub fn finish<B>(&mut self, resp: &http::Response<B>) {
+        let id = resp
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        let outcome = resp.extensions().get::<super::PaymentOutcome>().copied();
+        self.write(id, resp.status().as_u16(), outcome);
+    }
+
+    fn write(&mut self, id: &str, status: u16, outcome: Option<super::PaymentOutcome>) {
+        self.done = true;
+        let demo = self.route.starts_with("/api/demo/");
+        tracing::info!(
+            request_id = %id,
+            method = %self.method,
+            route = %self.route,
+            status,
+            demo,
+            charged = outcome.is_some_and(|o| o.0 == crate::payment::Outcome::Charged),
+            payment = outcome.map(|o| o.0.label()).unwrap_or("none"),
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            "request"
+        );
+    }
+}
+
+impl Drop for RequestLog {
+    fn drop(&mut self) {
+        if !self.done {
+            self.write("-", 499, None);
+        }
+    }
 }
 
 fn count(

@@ -4,9 +4,11 @@
 //! Nothing route-specific lives here: a route is YAML plus stages.
 
 pub mod admin;
+pub mod availability;
 pub mod demo;
 pub mod discovery;
 pub mod listen;
+pub mod reference;
 pub mod respond;
 pub mod services;
 
@@ -312,6 +314,16 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
         .with_header("allow", &format!("{}, OPTIONS", allow.join(", ")));
         return respond::to_response(r, &crate::pipeline::exchange::new_request_id());
     }
+    // The hook before the payment gate: a paid route that cannot work now answers 503 with
+    // Retry-After instead of a challenge (a 402 would invite a payment that can only fail).
+    if spec.is_paid() {
+        if let Err(reason) = availability::check(&app, entry) {
+            return respond::to_response(
+                availability::unavailable_reply(&spec.path, &reason),
+                &crate::pipeline::exchange::new_request_id(),
+            );
+        }
+    }
     let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), inc.method.clone());
     ex.arrived = inc.arrived;
     ex.query = inc.query;
@@ -366,29 +378,36 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
     if inc.method == Method::HEAD {
         reply.body = Bytes::new();
     }
-    respond::to_response(reply, &ex.id)
+    let outcome = if ex.demo {
+        None
+    } else {
+        ex.slots.get::<crate::payment::Settled>().map(|s| s.outcome)
+    };
+    let mut resp = respond::to_response(reply, &ex.id);
+    if let Some(o) = outcome {
+        resp.extensions_mut().insert(PaymentOutcome(o));
+    }
+    resp
 }
 
-/// Runs the chain and logs the outcome (one line per request).
+/// What the settle stage made of a paid call, carried on its response to the request log line
+/// (`listen::RequestLog`); absent when no payment was worked (402s, demos, bad input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaymentOutcome(pub crate::payment::Outcome);
+
+/// Runs the chain. The request's log line is written by the listener (`listen::RequestLog`),
+/// once, from the response; a demo sample's run is a debug line under its demo request's.
 pub async fn run_exchange(entry: &RouteEntry, ex: &mut Exchange) {
-    let span = tracing::info_span!("request", id = %ex.id, route = %entry.spec.path);
-    let _ = &span;
     entry.chain.run(ex).await;
-    let status = ex.reply.as_ref().map(|r| r.status.as_u16()).unwrap_or(0);
-    tracing::info!(
-        request_id = %ex.id,
-        method = %ex.method,
-        route = %entry.spec.path,
-        status,
-        demo = ex.demo,
-        charged = !ex.demo
-            && ex
-                .slots
-                .get::<crate::payment::Billed>()
-                .is_some_and(|b| b.0),
-        elapsed_ms = ex.elapsed_ms(),
-        "request"
-    );
+    if ex.demo {
+        tracing::debug!(
+            request_id = %ex.id,
+            route = %entry.spec.path,
+            status = ex.reply.as_ref().map(|r| r.status.as_u16()).unwrap_or(0),
+            elapsed_ms = ex.elapsed_ms(),
+            "demo sample produced (not charged)"
+        );
+    }
 }
 
 /// Serves `app` (no live reload, no admin listener) until `shutdown` resolves, then lets

@@ -10,7 +10,7 @@ pub const EXPOSE_HEADERS: &str = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-Request-
 pub const ALLOW_HEADERS: &str = "PAYMENT-SIGNATURE, Content-Type, Accept, X-Request-Id";
 pub const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS";
 
-/// The 204 answer to a CORS preflight (DESIGN §9).
+/// The 204 answer to a CORS preflight (docs/decisions.md#cors).
 pub fn cors_preflight() -> Reply {
     let mut r = Reply {
         status: StatusCode::NO_CONTENT,

@@ -1,10 +1,10 @@
-//! `bazaar_check`: audit of a host's listing in the public x402 discovery index (spec 2.9, 4.9).
+//! `bazaar_check`: audit of a host's listing in the public x402 discovery index (docs/audit.md).
 //! The work is in `audit::bazaar`; this stage reads its parameters, vets the input before the
 //! payment gate verifies (bare host or https origin; http:// and blocked hosts → 400), and maps
 //! the audit's refusals to not-charged answers (host unreachable, `discovery_unavailable`,
 //! too little time left after verification: 502).
 //!
-//! Parameters (defaults are the spec's Limits):
+//! Parameters (defaults are the limits in docs/decisions.md#limits):
 //! - `param` (`url`); `index_upstream` (`cdp_discovery`); `rpcs` (Base → `base_rpc`, Ethereum
 //!   → `eth_rpc`); `index_cache_s` (300).
 //! - `probe_window_ms` 12000, `hard_deadline_ms` 18000, `slow_share` 0.6, `per_request_ms` 6000,

@@ -1,4 +1,4 @@
-//! `extract`: /api/extract's transform (spec 2.5, 2.6, 4.4). Reads the page the `fetch` stage
+//! `extract`: /api/extract's transform (docs/extract.md). Reads the page the `fetch` stage
 //! got (HTML only: 415 otherwise) or the caller's own `html` (then `url`, if given, is only
 //! echoed and used to make links absolute), and answers the page facts (title, description,
 //! canonical, language, links, images, JSON-LD, headings, text sample) plus the caller's
@@ -9,10 +9,10 @@
 //! fields spec) run before the payment gate verifies.
 //!
 //! Parsing and selector work run on the blocking pool, at most `max_concurrent` at once, with
-//! the time budget checked inside the work before every element tested (DESIGN §9): a hostile
+//! the time budget checked inside the work before every element tested (docs/decisions.md#limits): a hostile
 //! page or selector ends its fields with `time_budget` instead of holding a thread.
 //!
-//! Parameters (defaults are the spec's limits):
+//! Parameters (defaults are the limits in docs/decisions.md#limits):
 //! - `url_param` (`url`), `html_param` (`html`), `fields_param` (`fields`): input names.
 //! - `max_html_bytes` (200000): a larger `html` is 413 `html_too_large`.
 //! - `budget_ms` (2000): parse + selector time budget per request.

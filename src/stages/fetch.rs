@@ -1,7 +1,7 @@
 //! `fetch`: one guarded outbound request to the vetted target (needs `target`).
 //!
 //! Every DNS answer and redirect hop is judged by the guard; no cookies, no environment
-//! proxies, a byte cap while streaming and one overall deadline. Cap policy (DESIGN §9): a
+//! proxies, a byte cap while streaming and one overall deadline. Cap policy (docs/decisions.md#billing): a
 //! declared Content-Length over the cap is 413 (not charged); a body streamed past the cap is
 //! cut and marked truncated (`over_cap: truncate`), or refused with 413 (`over_cap: reject`).
 //!
@@ -10,8 +10,9 @@
 //! - `over_cap`: `truncate` (default) or `reject`.
 //! - `upstream_status`: `report` (any status continues, /api/http) or `fail` (non-2xx → 502).
 //! - `method_param`, `headers_param`, `body_param`: input parameters carrying the caller's
-//!   method, outbound headers (allowlisted names only) and body (POST/PUT/PATCH only; a JSON
-//!   value is stringified and sent as application/json).
+//!   method, outbound headers (allowlisted names only) and body (sent when the upstream method
+//!   is POST, PUT or PATCH, whatever the method of the call to us; a JSON value is stringified
+//!   and sent as application/json).
 //! - `accept`: the Accept header sent when the caller gives none.
 //! - `skip_if_param`: when the input carries this parameter, nothing is fetched and the stage
 //!   provides no `fetched` artefact (/api/extract with the caller's own `html`).
@@ -44,7 +45,7 @@ pub const FACTORY: StageFactory = StageFactory {
     build,
 };
 
-/// Request headers a caller may set on /api/http (spec 5.7: no Cookie, no hop-by-hop, no
+/// Request headers a caller may set on /api/http (docs/decisions.md#outbound: no Cookie, no hop-by-hop, no
 /// Host), by exact name: nothing else passes, `x-*` names included. Left out on purpose: the
 /// headers upstreams believe about the client or the path a proxy took (`X-Forwarded-*`,
 /// `X-Real-IP`, `X-Client-IP`, `X-Originating-IP`, `X-Cluster-Client-IP`, `Forwarded`, `Via`,
@@ -258,6 +259,38 @@ impl Fetch {
 
 #[async_trait]
 impl Stage for Fetch {
+    fn billing_cases(&self) -> Vec<crate::pipeline::BillingCase> {
+        use crate::pipeline::BillingCase;
+        let upstream = match self.p.upstream_status {
+            StatusMode::Report => BillingCase {
+                case: "upstream_error_status",
+                status: 200,
+                what: "an upstream answer with an error status (a 404, a 500) is delivered in a 200 record".into(),
+            },
+            StatusMode::Fail => BillingCase {
+                case: "upstream_error_status",
+                status: 502,
+                what: "an upstream answer with an error status (a 404, a 500) is a 502 upstream_status error".into(),
+            },
+        };
+        let over_cap = match self.p.over_cap {
+            CapMode::Truncate => BillingCase {
+                case: "body_over_cap",
+                status: 200,
+                what: format!(
+                    "a body streamed past the {}-byte cap is cut there and returned with truncated: true (one declared larger is a 413)",
+                    self.p.max_bytes
+                ),
+            },
+            CapMode::Reject => BillingCase {
+                case: "body_over_cap",
+                status: 413,
+                what: format!("a body larger than {} bytes is a 413", self.p.max_bytes),
+            },
+        };
+        vec![upstream, over_cap]
+    }
+
     fn check_input(&self, input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
         if crate::pipeline::input::skips(self.p.skip_if_param.as_deref(), input) {
             return Ok(());
@@ -306,7 +339,7 @@ impl Stage for Fetch {
                 return ex.fail(status, e.code(), e.to_string());
             }
         };
-        // A declared size over the cap is refused, not truncated (DESIGN §9).
+        // A declared size over the cap is refused, not truncated (docs/decisions.md#billing).
         let declared = response
             .headers
             .get(http::header::CONTENT_LENGTH)

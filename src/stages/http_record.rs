@@ -1,4 +1,4 @@
-//! `http_record`: the upstream answer as /api/http's JSON record (spec 2.4; needs `fetched`).
+//! `http_record`: the upstream answer as /api/http's JSON record (docs/routes/http.md; needs `fetched`).
 //!
 //! Header names lower-cased, Set-Cookie and hop-by-hop headers removed, repeated headers
 //! joined with ", "; a textual UTF-8 body is returned as text, anything else as base64.
@@ -20,7 +20,7 @@ pub const FACTORY: StageFactory = StageFactory {
     payment: false,
     needs: &["fetched"],
     gives: &["output"],
-    doc: "the upstream status, headers and body as a JSON record (spec 2.4)",
+    doc: "the upstream status, headers and body as a JSON record",
     errors: &[],
     build,
 };

@@ -1,5 +1,5 @@
 //! `screenshot`: renders the vetted target (needs `target`) in a headless chromium whose every
-//! request goes through the guarded forward proxy, and answers the spec 2.8 record.
+//! request goes through the guarded forward proxy, and answers the screenshot record (docs/shot.md).
 //!
 //! A fresh browser context per call in a warm pooled browser (see `crate::browser`). Billing
 //! follows the default rule: an image returned is 200 (charged, whatever the page's own

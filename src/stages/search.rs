@@ -1,4 +1,4 @@
-//! `search`: /api/search (spec 2.7, 4.7). Asks the configured search provider for the query,
+//! `search`: /api/search (docs/search.md). Asks the configured search provider for the query,
 //! then fetches the top n result pages concurrently through the guarded client and turns each
 //! into markdown with /api/fetch's transform (`doc::fetch_markdown`).
 //!

@@ -74,7 +74,22 @@ struct StaticFile {
 
 fn load(root: &Path, p: &Params) -> Result<StaticFile, String> {
     let path = root.join(&p.file);
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = std::fs::metadata(&path).map_err(|e| {
+        let looked = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "not found".to_string()
+        } else {
+            e.to_string()
+        };
+        format!(
+            "file `{}` {why} (looked for {}){}`file` is relative to the folder of routes.yaml ({}): put {} there (copy static/ beside the routes.yaml given to --config) or change `file`",
+            p.file,
+            looked.display(),
+            crate::pipeline::chain::BUILD_FIX,
+            root.display(),
+            p.file
+        )
+    })?;
     if meta.len() > p.max_bytes as u64 {
         return Err(format!(
             "{} is {} bytes, over max_bytes {}",
@@ -116,7 +131,7 @@ impl Stage for StaticFile {
 }
 
 /// The files this service serves through `static_file`, by route path.
-fn own_files(config: &Config) -> Result<HashMap<String, Arc<StaticFile>>, String> {
+fn own_files(config: &Config) -> HashMap<String, Arc<StaticFile>> {
     let mut out = HashMap::new();
     for route in &config.routes {
         let Some(pipeline) = config.pipelines.get(&route.pipeline) else {
@@ -131,11 +146,17 @@ fn own_files(config: &Config) -> Result<HashMap<String, Arc<StaticFile>>, String
                     base.insert(k.clone(), val.clone());
                 }
             }
-            let p: Params = params(v)?;
-            out.insert(route.path.clone(), Arc::new(load(&config.root, &p)?));
+            // A file that cannot be loaded is its own route's error (static_file); reporting it
+            // again here for every route with own_file would be a cascade.
+            let Ok(p) = params::<Params>(v) else {
+                continue;
+            };
+            if let Ok(file) = load(&config.root, &p) {
+                out.insert(route.path.clone(), Arc::new(file));
+            }
         }
     }
-    Ok(out)
+    out
 }
 
 struct OwnFile {
@@ -149,7 +170,7 @@ struct NoParams {}
 fn build_own(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     let _: NoParams = params(p)?;
     Ok(Arc::new(OwnFile {
-        files: own_files(ctx.config)?,
+        files: own_files(ctx.config),
     }))
 }
 

@@ -1,6 +1,6 @@
 //! `x402_check`: one unpaid probe of a third party's x402 endpoint and the audit report
-//! (spec 4.5; needs `target` from url_guard). Never pays, never signs, exactly one probe with the
-//! method asked for (DESIGN §9).
+//! (docs/audit.md; needs `target` from url_guard). Never pays, never signs, exactly one probe with the
+//! method asked for (docs/decisions.md#outbound).
 //!
 //! Any HTTP answer, 5xx included, is a report (200, charged). Not charged: a refused redirect
 //! hop (400), unreachable or too many redirects (502), timeout (504).
