@@ -1,11 +1,16 @@
 //! Paid MCP tool calls for real: the SHIPPED routes.yaml served at /mcp, called by the official
 //! MCP TypeScript SDK (tests/e2e/mcp.mjs) which pays with the official x402 client, on the local
-//! chain with the official facilitator (tests/e2e), a local upstream on 127.0.0.1.
+//! chain with the official facilitator (tests/e2e), local upstreams on 127.0.0.1 (a page server,
+//! the market fixtures).
 //!
 //! Unpaid → the PaymentRequired as the tool result, no work, no facilitator call; paid → the
 //! route's answer, the receipt in `_meta["x402/payment-response"]`, exactly one settle, the
 //! price moved on chain; a not-charged outcome never settles and moves nothing.
 
+#[path = "support/clients.rs"]
+mod clients;
+#[path = "support/market.rs"]
+mod market;
 #[path = "support/server.rs"]
 mod server_support;
 #[path = "support/stack.rs"]
@@ -14,35 +19,8 @@ mod stack;
 mod upstream;
 
 use serde_json::{json, Value};
-use std::path::Path;
 
-use paycall::config;
-use paycall::server;
 use stack::LocalStack;
-
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
-
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
-}
 
 fn num(v: &Value) -> i128 {
     v.as_str()
@@ -63,7 +41,8 @@ async fn the_mcp_sdk_lists_and_pays_tools_and_each_charged_call_settles_once() {
     let stack = LocalStack::start();
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let paycall = paycall_for(&stack).await;
+    let market = market::start().await;
+    let paycall = clients::paycall_on_stack(&stack, &market).await;
     let mcp = paycall.url("/mcp");
 
     // fetch: unpaid → PaymentRequired, no work; paid → markdown + receipt, one settle.
@@ -166,6 +145,23 @@ async fn the_mcp_sdk_lists_and_pays_tools_and_each_charged_call_settles_once() {
     assert_eq!(spent(&out), (15_000, 15_000));
     assert_eq!(stack.settle_calls(), 1);
 
+    // pulse: no arguments, a market route.
+    stack.reset_calls();
+    let out = stack
+        .mcp_async(&["--url", &mcp, "--tool", "pulse"])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out["unpaid"]["structuredContent"]["accepts"][0]["amount"],
+        "5000"
+    );
+    let paid = &out["paid"];
+    assert_eq!(paid["isError"], false, "{paid}");
+    assert_eq!(paid["structuredContent"]["source"], "pulse", "{paid}");
+    assert_eq!(paid["_meta"]["x402/payment-response"]["success"], true);
+    assert_eq!(spent(&out), (5_000, 5_000));
+    assert_eq!(stack.settle_calls(), 1);
+
     // A free demo twin: no payment, no facilitator.
     stack.reset_calls();
     let out = stack
@@ -182,7 +178,8 @@ async fn a_not_charged_tool_call_never_settles() {
     let stack = LocalStack::start();
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let paycall = paycall_for(&stack).await;
+    let market = market::start().await;
+    let paycall = clients::paycall_on_stack(&stack, &market).await;
     let mcp = paycall.url("/mcp");
 
     // The upstream page is missing: the route's error, isError, no settlement, nothing moved.

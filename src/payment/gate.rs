@@ -97,6 +97,8 @@ struct Gate {
     last_refresh: AtomicU64,
     /// Rendered plain challenges by (method, message, Solana feePayer).
     rendered: RwLock<HashMap<String, Reply>>,
+    /// The plain challenge as a page, for a person in a browser.
+    page: super::challenge_page::ChallengePage,
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -138,6 +140,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         readiness: ctx.services.get::<super::readiness::Readiness>(),
         last_refresh: AtomicU64::new(0),
         rendered: RwLock::new(HashMap::new()),
+        page: super::challenge_page::ChallengePage::for_route(config, route),
     }))
 }
 
@@ -391,7 +394,14 @@ impl Stage for Gate {
             } else {
                 "pay with x402 v2: sign one of `accepts` and repeat the request with PAYMENT-SIGNATURE"
             };
-            ex.reply = Some(self.challenge(sold, &ex.method, "Payment required", msg));
+            let reply = self.challenge(sold, &ex.method, "Payment required", msg);
+            // A browser (HTML preferred) gets the same 402 as a page; MCP tool calls never.
+            let browser = sold.is_none() && super::challenge_page::wants_html(&ex.headers);
+            ex.reply = Some(if browser {
+                self.page.reply(&reply)
+            } else {
+                reply
+            });
             return Flow::Reply;
         };
         let payload = match decode_header(&header) {

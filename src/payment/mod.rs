@@ -1,5 +1,6 @@
 //! The money path, in one folder: every rule about taking a payment lives here.
 //!
+//! - `challenge_page`: the 402 as an HTML page for a person in a browser;
 //! - `gate`: the x402 door of a paid route (402 challenge, decode, match, local checks, ledger
 //!   claim, facilitator verify) — the `payment_gate` stage;
 //! - `local_check`: what can be judged of a payment without the facilitator (typed payloads,
@@ -19,6 +20,7 @@
 //! meet through the exchange's typed slots.
 
 pub mod bill;
+pub mod challenge_page;
 pub mod confirm;
 pub mod gate;
 pub mod identifier;
