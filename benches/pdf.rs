@@ -368,7 +368,10 @@ fn main() {
         if worst_recall.is_finite() { worst_recall } else { f64::NAN },
     );
     if tally_ours.files > 0 {
-        println!("against pdftotext ({} files, per document; errors = no text, e.g. 422):", tally_ours.files);
+        println!(
+            "against pdftotext ({} files, per document; errors = no text, e.g. 422):",
+            tally_ours.files
+        );
         println!("{}", tally_ours.line("paycall", p2t_scored));
         for (o, t) in others.iter().zip(&tally_others) {
             println!("{}", t.line(&o.name, p2t_scored));
