@@ -148,6 +148,89 @@ fn collect(arg: &str, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// A comparison reader run as its own process, like pdftotext: `name=program args…`, the file's
+/// path appended, its text on stdout (e.g. a scratch build of another Rust PDF crate, see
+/// docs/pdf.md). Never a dependency of the service.
+struct Other {
+    name: String,
+    argv: Vec<String>,
+}
+
+fn others() -> Vec<Other> {
+    std::env::var("PDF_BENCH_READERS")
+        .unwrap_or_default()
+        .split(';')
+        .filter_map(|spec| {
+            let (name, cmd) = spec.split_once('=')?;
+            let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
+            (!argv.is_empty()).then(|| Other {
+                name: name.trim().to_string(),
+                argv,
+            })
+        })
+        .collect()
+}
+
+fn run_other(o: &Other, path: &Path) -> Result<String, String> {
+    let out = Command::new(&o.argv[0])
+        .args(&o.argv[1..])
+        .arg(path)
+        .output()
+        .map_err(|e| format!("{}: {e}", o.name))?;
+    if !out.status.success() {
+        let e = String::from_utf8_lossy(&out.stderr);
+        return Err(e.trim().lines().last().unwrap_or("failed").to_string());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Per reader over the files scored against pdftotext: sums for the closing summary.
+#[derive(Default)]
+struct Tally {
+    files: usize,
+    recall: f64,
+    precision: f64,
+    hit_words: f64,
+    ref_words: usize,
+    errors: Vec<String>,
+    below: Vec<String>,
+    time: Duration,
+}
+
+impl Tally {
+    fn add(&mut self, name: &str, rw: usize, r: Option<(f64, f64)>, t: Duration) {
+        self.files += 1;
+        self.ref_words += rw;
+        self.time += t;
+        match r {
+            Some((r, p)) => {
+                self.recall += r;
+                self.precision += p;
+                self.hit_words += r * rw as f64;
+                if r < 0.97 || p < 0.97 {
+                    self.below.push(format!("{name} {r:.2}/{p:.2}"));
+                }
+            }
+            None => self.errors.push(name.to_string()),
+        }
+    }
+
+    fn line(&self, reader: &str, p2t: Duration) -> String {
+        let n = self.files.max(1) as f64;
+        format!(
+            "{reader:<10} files {:>3}  mean recall {:.3}  mean precision {:.3}  word-weighted recall {:.3}  errors {:>2}  below 0.97 {:>2}  time {:.0} ms ({:.2}x pdftotext)",
+            self.files,
+            self.recall / n,
+            self.precision / n,
+            self.hit_words / self.ref_words.max(1) as f64,
+            self.errors.len(),
+            self.below.len(),
+            self.time.as_secs_f64() * 1000.0,
+            self.time.as_secs_f64() / p2t.as_secs_f64().max(1e-9)
+        )
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -166,7 +249,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    println!(
+    let others = others();
+    let mut header = format!(
         "{:<24} {:>6} | {:>7} {:>7} {:>6} | {:>7} {:>7} {:>6} | {:>9} {:>9} {:>6}",
         "file",
         "ref",
@@ -180,8 +264,15 @@ fn main() {
         "p2t ms",
         "ratio"
     );
+    for o in &others {
+        header += &format!(" | {:>7} {:>7} {:>9}", o.name, "prec", "ms");
+    }
+    println!("{header}");
     let (mut total_ours, mut total_p2t) = (Duration::ZERO, Duration::ZERO);
     let mut worst_recall = f64::INFINITY;
+    let mut tally_ours = Tally::default();
+    let mut tally_others: Vec<Tally> = others.iter().map(|_| Tally::default()).collect();
+    let mut p2t_scored = Duration::ZERO;
     for path in files {
         let name = path
             .file_name()
@@ -196,8 +287,9 @@ fn main() {
             }
         };
         let (our_text, t_ours) = timed(runs, || ours(&bytes));
-        if let (Ok(dir), Ok(text)) = (std::env::var("PDF_BENCH_DUMP"), &our_text) {
+        if let Ok(dir) = std::env::var("PDF_BENCH_DUMP") {
             let _ = std::fs::create_dir_all(&dir);
+            let text = our_text.clone().unwrap_or_else(|e| format!("ERROR {e}"));
             let _ = std::fs::write(Path::new(&dir).join(format!("{name}.txt")), text);
         }
         let (p2t_text, t_p2t) = timed(runs, || pdftotext(&path));
@@ -208,14 +300,19 @@ fn main() {
             (None, Err(_)) => (String::new(), "none"),
         };
         let rw = words(&reference);
-        let fmt = |t: &Result<String, String>| match t {
-            Ok(text) => {
+        let score = |t: &Result<String, String>| {
+            t.as_ref().ok().map(|text| {
                 let w = words(text);
                 let (r, p) = recall_precision(&rw, &w);
-                let o = order_score(&rw, &w).map_or("-".to_string(), |o| format!("{o:.3}"));
+                (r, p, order_score(&rw, &w))
+            })
+        };
+        let fmt = |t: &Result<String, String>| match (score(t), t) {
+            (Some((r, p, o)), _) => {
+                let o = o.map_or("-".to_string(), |o| format!("{o:.3}"));
                 (format!("{r:>7.3} {p:>7.3} {o:>6}"), Some(r))
             }
-            Err(e) => (
+            (None, Err(e)) | (None, Ok(e)) => (
                 format!(
                     "{:>22}",
                     format!("error: {}", e.chars().take(14).collect::<String>())
@@ -239,12 +336,29 @@ fn main() {
         total_ours += t_ours;
         total_p2t += t_p2t;
         let ratio = t_ours.as_secs_f64() / t_p2t.as_secs_f64().max(1e-9);
-        println!(
+        let mut row = format!(
             "{name:<24} {kind:>6} | {ours_cols} | {p2t_cols} | {:>9.2} {:>9.2} {:>6.2}",
             t_ours.as_secs_f64() * 1000.0,
             t_p2t.as_secs_f64() * 1000.0,
             ratio
         );
+        let rp = |t: &Result<String, String>| score(t).map(|(r, p, _)| (r, p));
+        if kind == "p2t" {
+            p2t_scored += t_p2t;
+            tally_ours.add(&name, rw.len(), rp(&our_text), t_ours);
+        }
+        for (o, tally) in others.iter().zip(tally_others.iter_mut()) {
+            let (text, t) = timed(runs, || run_other(o, &path));
+            let s = rp(&text);
+            row += &match s {
+                Some((r, p)) => format!(" | {r:>7.3} {p:>7.3} {:>9.2}", t.as_secs_f64() * 1000.0),
+                None => format!(" | {:>17} {:>9.2}", "error", t.as_secs_f64() * 1000.0),
+            };
+            if kind == "p2t" {
+                tally.add(&name, rw.len(), s, t);
+            }
+        }
+        println!("{row}");
     }
     println!(
         "total: ours {:.1} ms, pdftotext {:.1} ms, time ratio {:.2}; worst recall on known text {:.3} (median of {runs} runs each; pdftotext includes its process start)",
@@ -253,4 +367,16 @@ fn main() {
         total_ours.as_secs_f64() / total_p2t.as_secs_f64().max(1e-9),
         if worst_recall.is_finite() { worst_recall } else { f64::NAN },
     );
+    if tally_ours.files > 0 {
+        println!(
+            "against pdftotext ({} files, per document; errors = no text, e.g. 422):",
+            tally_ours.files
+        );
+        println!("{}", tally_ours.line("paycall", p2t_scored));
+        for (o, t) in others.iter().zip(&tally_others) {
+            println!("{}", t.line(&o.name, p2t_scored));
+        }
+        println!("paycall below 0.97: {}", tally_ours.below.join(", "));
+        println!("paycall errors: {}", tally_ours.errors.join(", "));
+    }
 }

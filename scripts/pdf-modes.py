@@ -10,8 +10,13 @@ what a PDF library would): indirect /Filter and /DecodeParms, Type0 fonts whose 
 the name /Identity-H, embedded and predefined CMaps with mixed code lengths, ToUnicode CMaps
 whose code lengths differ from the font's, an invisible OCR layer (3 Tr) over a scan,
 right-to-left scripts drawn in visual order, Symbol and a TeX font's built-in encoding,
-AcroForm field values, glyph-by-glyph positioned double letters in a condensed font. fontTools
-only subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType. Deterministic.
+AcroForm field values, glyph-by-glyph positioned double letters in a condensed font, Adobe's
+CJK collections through Identity-H without ToUnicode, a CFF font's built-in encoding, a
+Type3 font whose glyphs are named by their codes, vertical writing (Identity-V), TeX's
+accents drawn over their letters, a TrueType cmap with Kangxi radical aliases,
+a space glyph the pen backs out of. fontTools
+subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
+CFF program. Deterministic.
 """
 import io
 import os
@@ -374,6 +379,205 @@ def glyph_positioned():
     ]
     write("glyph-positioned", objs, " ".join(words))
 
+# 9. Adobe's CJK collections shown through Identity-H with no ToUnicode and no cmap in the font
+#    (dvipdfmx's pLaTeX output with CFF CID fonts): only the collection's CID → Unicode table
+#    tells the text. CIDs from Adobe's cid2code.txt; each word its own Tj.
+def cjk_collection_identity():
+    lines = [("Japan1", [[3174, 1688], [2661, 1659, 2427]], "東京 請求書"),
+             ("GB1", [[1050, 2264], [1599, 3024]], "北京 发票"),
+             ("CNS1", [[4221, 783], [3311, 2883]], "臺北 發票"),
+             ("Korea1", [[2226, 2574], [2898, 1203, 2226]], "서울 청구서")]
+    content = ""
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        None,
+        None,
+    ]
+    fonts = []
+    for i, (ordering, words, _) in enumerate(lines):
+        content += "BT /F%d 12 Tf 72 %d Td %s Tj 30 0 Td %s Tj ET\n" % (
+            i, 720 - 24 * i, hex2(words[0]), hex2(words[1]))
+        n = len(objs) + 1
+        objs.append("<< /Type /Font /Subtype /Type0 /BaseFont /CJK%d-Identity-H /Encoding /Identity-H /DescendantFonts [%d 0 R] >>" % (i, n + 1))
+        objs.append("<< /Type /Font /Subtype /CIDFontType0 /BaseFont /CJK%d /CIDSystemInfo << /Registry (Adobe) /Ordering (%s) /Supplement 6 >> /DW 1000 >>" % (i, ordering))
+        fonts.append("/F%d %d 0 R" % (i, n))
+    objs[2] = page_objs("4 0 R", "<< /Font << %s >> >>" % " ".join(fonts))
+    objs[3] = stream(content.encode("latin-1"), compress=True)
+    write("cjk-collection-identity", objs, "\n".join(t for _, _, t in lines))
+
+
+# 10. A simple font whose embedded CFF program (/FontFile3 /Type1C) carries its own encoding
+#     and the PDF names none (dvipdfmx and Ghostscript embed TeX's fonts so): codes 11-13 are
+#     alpha, beta and the fi ligature only by the CFF's encoding and charset.
+def cff_builtin():
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    names = [".notdef", "alpha", "beta", "fi", "n", "d", "space"]
+    fb = FontBuilder(1000, isTTF=False)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({})
+    strings = {}
+    for g in names:
+        pen = T2CharStringPen(500, None)
+        if g != "space":
+            pen.moveTo((50, 0))
+            pen.lineTo((450, 0))
+            pen.lineTo((450, 600))
+            pen.closePath()
+        strings[g] = pen.getCharString()
+    fb.setupCFF("ABCDEF+CMBuiltin", {"FullName": "CMBuiltin"}, strings, {})
+    cff = fb.font["CFF "].cff
+    enc = [".notdef"] * 256
+    for code, g in [(11, "alpha"), (12, "beta"), (13, "fi"), (32, "space"), (110, "n"), (100, "d")]:
+        enc[code] = g
+    cff.topDictIndex[0].Encoding = enc
+    buf = io.BytesIO()
+    cff.compile(buf, fb.font)
+    prog = buf.getvalue()
+    content = "BT /F1 12 Tf 72 720 Td (\\013 \\014 \\015nd) Tj ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /ABCDEF+CMBuiltin /FirstChar 11 /LastChar 110 /Widths [%s] /FontDescriptor 6 0 R >>" % " ".join(["500"] * 100),
+        "<< /Type /FontDescriptor /FontName /ABCDEF+CMBuiltin /Flags 4 /FontBBox [0 0 500 600] /ItalicAngle 0 /Ascent 600 /Descent 0 /CapHeight 600 /StemV 72 /FontFile3 7 0 R >>",
+        stream(prog, "/Subtype /Type1C", compress=True),
+    ]
+    write("cff-builtin", objs, "α β find")
+
+
+# 11. A bitmap Type3 font as dvips + Ghostscript write TeX's PK fonts: every glyph named by its
+#     code (/a65 /a66 …), names no glyph list knows; poppler reads them as the code point.
+def type3_numeric_names():
+    text = "Numbered glyphs read as text"
+    used = sorted(set(text.replace(" ", "")))
+    procs = " ".join("/a%d 8 0 R" % ord(c) for c in used)
+    diffs = " ".join("%d /a%d" % (ord(c), ord(c)) for c in used)
+    widths = " ".join("6" for _ in range(32, 123))
+    words = text.split()
+    content = "BT /F1 12 Tf 72 720 Td " + " ".join(
+        "(%s) Tj %d 0 Td" % (w, 8 * len(w) + 6) for w in words) + " ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type3 /FontBBox [0 0 8 8] /FontMatrix [0.1 0 0 0.1 0 0] "
+        "/FirstChar 32 /LastChar 122 /Widths [%s] /Encoding 6 0 R /CharProcs 7 0 R "
+        "/Resources << >> >>" % widths,
+        "<< /Type /Encoding /Differences [%s] >>" % diffs,
+        "<< %s >>" % procs,
+        stream("6 0 0 0 6 8 d1\n0 0 5 7 re f\n"),
+    ]
+    write("type3-numeric-names", objs, text)
+
+
+# 12. Vertical writing (Identity-V): two columns of Japanese, read top to bottom and right to
+#     left, with a TJ adjustment inside a column, under a horizontal title.
+def vertical():
+    title = [34, 35, 36]  # "ABC" in Adobe-Japan1
+    cols = [[[3174, 1688], [2661, 1659, 2427]], [[1125, 843]]]  # 東京 請求書 / 亜あ
+    content = "BT /F0 12 Tf 72 740 Td %s Tj ET\n" % hex2(title)
+    for i, words in enumerate(cols):
+        # In vertical mode a positive adjustment moves down the column (PDF 32000 9.4.4).
+        parts = " 500 ".join(hex2(w) for w in words)
+        content += "BT /F1 14 Tf %d 700 Td [%s] TJ ET\n" % (500 - 40 * i, parts)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F0 5 0 R /F1 6 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /Mincho-H /Encoding /Identity-H /DescendantFonts [7 0 R] >>",
+        "<< /Type /Font /Subtype /Type0 /BaseFont /Mincho-V /Encoding /Identity-V /DescendantFonts [7 0 R] >>",
+        "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Mincho /CIDSystemInfo << /Registry (Adobe) /Ordering (Japan1) /Supplement 6 >> /DW 1000 /W [34 [600 600 600]] >>",
+    ]
+    write("vertical", objs, "ABC\n東京 請求書\n亜あ")
+
+
+# 13. Accents as TeX's \\accent draws them: the spacing accent moved over the next letter, then
+#     the letter under it (Cyrillic stress marks, Latin with OT1 fonts): poppler joins them as
+#     letter + combining accent.
+def tex_accents():
+    widths = [278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278]
+    widths += [556] * 10 + [278, 278, 584, 584, 584, 556, 1015]
+    widths += [667, 667, 722, 722, 667, 611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667,
+               778, 722, 667, 611, 722, 667, 944, 667, 667, 611, 278, 278, 278, 469, 556, 333]
+    widths += [556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500, 222, 833, 556, 556, 556,
+               556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584]
+    widths += [556] * (180 - 32 + 1 - len(widths))
+    widths[0xA8 - 32] = widths[0xB4 - 32] = 333
+    # Helvetica's widths (WinAnsi): the accents 0xA8 and 0xB4 are 333 wide.
+    content = ("BT /F1 12 Tf 72 720 Td [(caf) -111 (\\264) 444 (e au lait)] TJ ET\n"
+               "BT /F1 12 Tf 72 700 Td [(co) -111 (\\250) 444 (operation) -111 (\\264) 444 (a)] TJ ET\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding "
+        "/FirstChar 32 /LastChar 180 /Widths [%s] >>" % " ".join(str(w) for w in widths),
+    ]
+    write("tex-accents", objs, "cafe\u0301 au lait\ncoo\u0308perationa\u0301")
+
+
+# 14. An embedded TrueType whose cmap maps a Kangxi radical and its ideograph to one glyph
+#     (U+2F47 and U+65E5 日, as IPAexMincho does), shown through Identity-H with no ToUnicode:
+#     the text is the ideograph, as poppler reads it.
+def truetype_cmap_aliases():
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+    order = [".notdef", "sun", "book"]
+    fb = FontBuilder(1000, isTTF=True)
+    fb.setupGlyphOrder(order)
+    fb.setupCharacterMap({0x2F47: "sun", 0x65E5: "sun", 0x672C: "book", 0xF9B0: "book"})
+    glyphs = {}
+    for g in order:
+        pen = TTGlyphPen(None)
+        pen.moveTo((100, 0))
+        pen.lineTo((900, 0))
+        pen.lineTo((900, 800))
+        pen.closePath()
+        glyphs[g] = pen.glyph()
+    fb.setupGlyf(glyphs)
+    fb.setupHorizontalMetrics({g: (1000, 100) for g in order})
+    fb.setupHorizontalHeader(ascent=880, descent=-120)
+    fb.setupNameTable({"familyName": "Aliases", "styleName": "Regular"})
+    fb.setupOS2()
+    fb.setupPost()
+    buf = io.BytesIO()
+    fb.save(buf)
+    ttf = buf.getvalue()
+    content = "BT /F1 12 Tf 72 720 Td <00010002> Tj ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ABCDEF+Aliases /Encoding /Identity-H /DescendantFonts [6 0 R] >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ABCDEF+Aliases /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /CIDToGIDMap /Identity /DW 1000 /FontDescriptor 7 0 R >>",
+        "<< /Type /FontDescriptor /FontName /ABCDEF+Aliases /Flags 4 /FontBBox [0 -120 1000 880] /ItalicAngle 0 /Ascent 880 /Descent -120 /CapHeight 800 /StemV 80 /FontFile2 8 0 R >>",
+        stream(ttf, "/Length1 %d" % len(ttf), compress=True),
+    ]
+    write("truetype-cmap-aliases", objs, "日本")
+
+
+# 15. A space glyph the pen backs out of (XeTeX inside Arabic words, at non-joining letters):
+#     no word break, as pdftotext reads it; a space the pen moves past still is one.
+def space_backed_out():
+    content = "BT /F1 12 Tf 72 720 Td [(book) ( ) 278 (keeper) ( ) (day)] TJ ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+    write("space-backed-out", objs, "bookkeeper day")
+
 
 indirect_filter()
 identity_name()
@@ -383,4 +587,11 @@ rtl()
 symbol_tex()
 acroform()
 glyph_positioned()
+cjk_collection_identity()
+cff_builtin()
+type3_numeric_names()
+vertical()
+tex_accents()
+truetype_cmap_aliases()
+space_backed_out()
 print("wrote", OUT)

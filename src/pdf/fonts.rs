@@ -25,6 +25,11 @@ type CodeLookup = Box<dyn Fn(u32, u8) -> Option<Vec<u16>>>;
 
 pub struct Font {
     pub two_byte: bool,
+    /// Vertical writing mode (a `…-V` CMap or `/WMode 1`): glyphs advance down the page by
+    /// `vertical_advance` (DW2's second number, text space units per unit of font size,
+    /// negative), and a column reads top to bottom, columns right to left.
+    pub vertical: bool,
+    pub vertical_advance: f32,
     /// Simple fonts: text per code (empty: unknown).
     simple_text: Vec<Box<str>>,
     /// Simple fonts: advance per code, in text space units per unit of font size.
@@ -58,6 +63,10 @@ struct CidCoding {
     /// Adobe-Identity / Adobe-UCS collection: a CID no map tells is taken as the character
     /// itself, as poppler does.
     identity_text: bool,
+    /// Adobe-Japan1/GB1/CNS1/Korea1: a CID no ToUnicode tells is read in the collection's
+    /// table, as poppler does with poppler-data (issue 15: pLaTeX documents set in CFF CID
+    /// fonts through Identity-H without ToUnicode came out without their Japanese).
+    collection: Option<super::cid_tables::Collection>,
     /// Default advance of one-byte codes in charset CMaps (half-width).
     half_width: bool,
 }
@@ -113,11 +122,12 @@ fn glyph_name_text(name: &[u8]) -> Option<String> {
     // "a.sc", "f_i.alt": the part before the first dot names the glyph.
     let base = s.split('.').next().unwrap_or(s);
     if base.contains('_') && base.len() > 1 {
-        let parts: Vec<String> = base
+        // Every part must be known here, else the glyph list is asked part by part.
+        let parts: Option<Vec<String>> = base
             .split('_')
-            .map(|p| glyph_name_text(p.as_bytes()).unwrap_or_else(|| p.to_string()))
+            .map(|p| glyph_name_text(p.as_bytes()))
             .collect();
-        return Some(parts.concat());
+        return parts.map(|p| p.concat());
     }
     if let Some(hex) = base.strip_prefix("uni") {
         if hex.len() >= 4 && hex.len() % 4 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -149,6 +159,26 @@ fn glyph_name_text(name: &[u8]) -> Option<String> {
     Some(t.to_string())
 }
 
+/// Text of a glyph name the glyph list does not know that is a letter or two and a decimal
+/// number (`a65`, `g67`, `cid120`…: dvips' bitmap Type3 fonts and some converters name every
+/// glyph by its code), read as that code point as poppler does (issue 15: TeX documents set
+/// in bitmap fonts came out empty). Control characters are no text.
+fn numeric_glyph_name(name: &[u8]) -> Option<String> {
+    let digits = name.iter().position(|b| b.is_ascii_digit())?;
+    let (prefix, number) = name.split_at(digits);
+    if !(1..=3).contains(&prefix.len())
+        || !prefix.iter().all(|b| b.is_ascii_alphabetic())
+        || !(2..=3).contains(&number.len())
+        || !number.iter().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let n: u32 = std::str::from_utf8(number).ok()?.parse().ok()?;
+    char::from_u32(n)
+        .filter(|c| !c.is_control())
+        .map(String::from)
+}
+
 /// Glyph-name → text through lopdf's glyph list (asked with a one-entry Differences).
 fn glyph_list_text(
     doc: &Document,
@@ -158,8 +188,24 @@ fn glyph_list_text(
     if let Some(t) = cache.get(name) {
         return t.clone();
     }
+    let base = name.split(|&c| c == b'.').next().unwrap_or(name);
     let text: Box<str> = match glyph_name_text(name) {
         Some(t) => t.into(),
+        // A ligature of names only the glyph list knows (`afii57444_afii57411`, lam-alef:
+        // issue 15's Farsi chart printed the names).
+        None if base.contains(&b'_') && !base.starts_with(b"_") => {
+            let parts: Vec<Box<str>> = base
+                .split(|&c| c == b'_')
+                .filter(|p| !p.is_empty() && !p.contains(&b'_'))
+                .take(8)
+                .map(|p| glyph_list_text(doc, p, cache))
+                .collect();
+            if parts.iter().any(|p| p.is_empty()) {
+                "".into()
+            } else {
+                parts.concat().into()
+            }
+        }
         None => {
             let mut enc = Dictionary::new();
             enc.set(
@@ -209,7 +255,10 @@ const SYMBOL: &str = " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦ�
 
 /// The encoding a simple font brings itself when the PDF names none: Symbol's for the
 /// standard Symbol font, the `dup <code> /<glyph> put` entries of an embedded Type1 program's
-/// clear-text part (pdfTeX writes no /Encoding for Computer Modern: CMMI's code 11 is alpha).
+/// clear-text part (pdfTeX writes no /Encoding for Computer Modern: CMMI's code 11 is alpha),
+/// or an embedded CFF program's (`/FontFile3`) encoding and charset (issue 15: dvipdfmx and
+/// Ghostscript embed TeX's fonts as CFF, and their ligatures and Greek came out as Standard
+/// encoding's letters or nothing).
 fn builtin_table(
     doc: &Document,
     font: &Dictionary,
@@ -249,6 +298,11 @@ fn builtin_table(
         }
         return found.then_some(table);
     }
+    if let Some(Object::Stream(file)) = fd.and_then(|fd| get(doc, fd, b"FontFile3")) {
+        if let Some(t) = cff_table(doc, file, names) {
+            return Some(t);
+        }
+    }
     let base = get(doc, font, b"BaseFont").and_then(|o| o.as_name().ok())?;
     // A subset tag ("ABCDEF+Symbol") and style suffixes do not change the encoding.
     let base = base.splitn(2, |&c| c == b'+').last().unwrap_or(base);
@@ -262,6 +316,31 @@ fn builtin_table(
         return Some(table);
     }
     None
+}
+
+/// Code → text of an embedded CFF font program by its own encoding: code → glyph (the CFF's
+/// encoding, Standard where it has none for a code) → glyph name (its charset) → the glyph
+/// list. None for a CID-keyed CFF, which has no names.
+fn cff_table(
+    doc: &Document,
+    file: &lopdf::Stream,
+    names: &mut HashMap<Vec<u8>, Box<str>>,
+) -> Option<Vec<Box<str>>> {
+    let data = super::decode_stream(doc, file, MAX_FONT_BYTES).ok()?;
+    let cff = ttf_parser::cff::Table::parse(&data)?;
+    let mut table = base_table(doc, None);
+    let mut found = false;
+    for code in 0u8..=255 {
+        let name = cff
+            .glyph_index(code)
+            .filter(|g| g.0 != 0)
+            .and_then(|g| cff.glyph_name(g));
+        if let Some(name) = name {
+            table[code as usize] = glyph_list_text(doc, name.as_bytes(), names);
+            found = true;
+        }
+    }
+    found.then_some(table)
 }
 
 /// The ToUnicode CMap of a font, as a code → UTF-16 lookup. Read by `super::cmap`, not lopdf's
@@ -323,7 +402,20 @@ impl Font {
                     Object::Integer(i) => code = *i,
                     Object::Name(n) => {
                         if (0..256).contains(&code) {
-                            table[code as usize] = glyph_list_text(doc, n, names);
+                            let mut t = glyph_list_text(doc, n, names);
+                            if t.is_empty() {
+                                t = numeric_glyph_name(n).map(Into::into).unwrap_or_default();
+                            }
+                            // A Type3 glyph whose name tells nothing (Ghostscript names the
+                            // glyphs of TeX's bitmap fonts /BT, /CP…) is taken as its code,
+                            // as poppler does: TeX's text fonts keep ASCII's letters there.
+                            if t.is_empty() && subtype == b"Type3" {
+                                t = char::from_u32(code as u32)
+                                    .filter(|c| !c.is_control())
+                                    .map(|c| c.to_string().into())
+                                    .unwrap_or_default();
+                            }
+                            table[code as usize] = t;
                         }
                         code += 1;
                     }
@@ -391,6 +483,8 @@ impl Font {
         }
         Font {
             two_byte: false,
+            vertical: false,
+            vertical_advance: -1.0,
             simple_text: table,
             simple_widths: widths,
             cid_widths: HashMap::new(),
@@ -455,11 +549,26 @@ impl Font {
         }
         let to_unicode = to_unicode(doc, font);
         let mut cid = CidCoding::default();
-        match get(doc, font, b"Encoding") {
-            Some(Object::Name(n)) => predefined(n, &mut cid),
-            Some(Object::Stream(s)) => embedded_cmap(doc, s, &mut cid, 0),
-            _ => {}
-        }
+        let vertical = match get(doc, font, b"Encoding") {
+            Some(Object::Name(n)) => {
+                predefined(n, &mut cid);
+                n.ends_with(b"-V")
+            }
+            Some(Object::Stream(s)) => {
+                embedded_cmap(doc, s, &mut cid, 0);
+                get(doc, &s.dict, b"WMode").and_then(|o| o.as_i64().ok()) == Some(1)
+            }
+            _ => false,
+        };
+        // DW2 [v_y w1]: the vertical advance; -1000 (one em down) by default.
+        let vertical_advance = desc
+            .and_then(|d| get(doc, d, b"DW2"))
+            .and_then(|o| o.as_array().ok())
+            .and_then(|a| a.get(1))
+            .and_then(num)
+            .map(|w| w * GLYPH_SCALE)
+            .filter(|w| *w < 0.0 && *w > -10.0)
+            .unwrap_or(-1.0);
         if let Some(d) = desc {
             let ordering = get(doc, d, b"CIDSystemInfo")
                 .and_then(|o| o.as_dict().ok())
@@ -467,6 +576,7 @@ impl Font {
                 .and_then(|o| o.as_str().ok())
                 .unwrap_or(b"Identity");
             cid.identity_text = matches!(ordering, b"Identity" | b"UCS");
+            cid.collection = super::cid_tables::Collection::from_ordering(ordering);
             // Without a ToUnicode stream, the embedded TrueType's cmap tells what its glyphs
             // are (pdftotext reads such lines as the glyph ids themselves).
             if to_unicode.is_none() && cid.charset.is_none() && !cid.codes_are_unicode {
@@ -478,6 +588,8 @@ impl Font {
         }
         Font {
             two_byte: true,
+            vertical,
+            vertical_advance,
             simple_text: Vec::new(),
             simple_widths: Vec::new(),
             cid_widths,
@@ -560,8 +672,9 @@ impl Font {
     }
 
     /// The text of one composite code: the ToUnicode CMap, else what the encoding tells (a
-    /// legacy charset, UCS-2/UTF-16 codes), else the embedded TrueType's cmap, else for the
-    /// Identity collection the CID itself.
+    /// legacy charset, UCS-2/UTF-16 codes), else the character collection's table (Adobe's
+    /// CJK collections), else the embedded TrueType's cmap, else for the Identity collection
+    /// the CID itself.
     fn code_text(&self, code: u32, n: usize, raw: &[u8], cid: u32) -> String {
         let clean = |s: String| -> String {
             if s == "\u{FFFD}" || s.chars().all(|c| c.is_control()) {
@@ -592,6 +705,9 @@ impl Font {
                 .map(|p| ((p[0] as u16) << 8) | p.get(1).copied().unwrap_or(0) as u16)
                 .collect();
             return clean(String::from_utf16_lossy(&units));
+        }
+        if let Some(c) = self.cid.collection.and_then(|c| c.text(cid)) {
+            return clean(c.to_string());
         }
         if let Some(map) = &self.cid.gid_text {
             let gid = match &self.cid.cid_to_gid {
@@ -698,12 +814,31 @@ fn truetype_gid_text(doc: &Document, desc: &Dictionary) -> Option<HashMap<u16, c
     for sub in cmap.subtables.into_iter().filter(|s| s.is_unicode()) {
         sub.codepoints(|cp| {
             if let (Some(g), Some(c)) = (sub.glyph_index(cp), char::from_u32(cp)) {
-                // The first (lowest) character of a glyph wins, over aliases further up.
-                map.entry(g.0).or_insert(c);
+                map.entry(g.0)
+                    .and_modify(|old: &mut char| {
+                        if alias_rank(c) < alias_rank(*old) {
+                            *old = c;
+                        }
+                    })
+                    .or_insert(c);
             }
         });
     }
     (!map.is_empty()).then_some(map)
+}
+
+/// Which of the characters a font's cmap maps to one glyph is its text: the lowest rank wins.
+/// CJK fonts map a Kangxi radical and its unified ideograph (U+2F47 and U+65E5 日), or a
+/// compatibility ideograph and its original, to one glyph; issue 15's IPAexMincho pages came
+/// out in radicals. Then private use last, and the lower code point first.
+fn alias_rank(c: char) -> (u8, u32) {
+    let u = c as u32;
+    let class = match u {
+        0x2E80..=0x2FDF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F => 1,
+        0xE000..=0xF8FF | 0xF0000.. => 2,
+        _ => 0,
+    };
+    (class, u)
 }
 
 /// The CID font's `/CIDToGIDMap` stream (two bytes per CID); None for /Identity or none.
@@ -721,7 +856,27 @@ fn cid_to_gid(doc: &Document, desc: &Dictionary) -> Option<Vec<u16>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{glyph_name_text, SYMBOL};
+    use super::{alias_rank, glyph_name_text, numeric_glyph_name, SYMBOL};
+
+    #[test]
+    fn a_glyph_of_several_characters_reads_as_the_ordinary_one() {
+        assert!(alias_rank('日') < alias_rank('\u{2F47}'));
+        assert!(alias_rank('金') < alias_rank('\u{F90A}'));
+        assert!(alias_rank('A') < alias_rank('\u{E041}'));
+        assert!(alias_rank(' ') < alias_rank('\u{00A0}'));
+    }
+
+    #[test]
+    fn numeric_glyph_names_are_their_code() {
+        assert_eq!(numeric_glyph_name(b"a65").as_deref(), Some("A"));
+        assert_eq!(numeric_glyph_name(b"g101").as_deref(), Some("e"));
+        assert_eq!(numeric_glyph_name(b"cid120").as_deref(), Some("x"));
+        assert_eq!(numeric_glyph_name(b"a1"), None);
+        assert_eq!(numeric_glyph_name(b"a13"), None);
+        assert_eq!(numeric_glyph_name(b"alpha"), None);
+        assert_eq!(numeric_glyph_name(b"a65b"), None);
+        assert_eq!(numeric_glyph_name(b"a1234"), None);
+    }
 
     #[test]
     fn the_symbol_table_covers_its_codes() {
@@ -742,5 +897,7 @@ mod tests {
         assert_eq!(glyph_name_text(b"fi").as_deref(), Some("fi"));
         assert_eq!(glyph_name_text(b"a.sc").as_deref(), Some("a"));
         assert_eq!(glyph_name_text(b"g123"), None);
+        // A part only the glyph list knows: asked there, not spelled out.
+        assert_eq!(glyph_name_text(b"afii57444_afii57411"), None);
     }
 }

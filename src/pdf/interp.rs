@@ -322,8 +322,18 @@ impl<'d> Interp<'d> {
                                 Object::String(s, _) => self.show(s, &gs, &mut tm, out),
                                 o => {
                                     let adj = num(o);
-                                    let tx = -adj / 1000.0 * gs.size * gs.th;
-                                    tm = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &tm);
+                                    let vertical = gs
+                                        .font
+                                        .and_then(|fk| self.fonts.get(fk))
+                                        .is_some_and(|f| f.vertical);
+                                    // A vertical font's adjustment moves along y (9.4.3).
+                                    let shift = if vertical {
+                                        [1.0, 0.0, 0.0, 1.0, 0.0, -adj / 1000.0 * gs.size]
+                                    } else {
+                                        let tx = -adj / 1000.0 * gs.size * gs.th;
+                                        [1.0, 0.0, 0.0, 1.0, tx, 0.0]
+                                    };
+                                    tm = mul(&shift, &tm);
                                 }
                             }
                         }
@@ -561,6 +571,7 @@ impl<'d> Interp<'d> {
         };
         let rotated = &mut self.rotated;
         let two_byte = font.two_byte;
+        let (vertical, w1) = (font.vertical, font.vertical_advance);
         let (fs, th, tc, tw, rise) = (gs.size, gs.th, gs.tc, gs.tw, gs.rise);
         let ctm = gs.ctm;
         let mut m = *tm;
@@ -568,10 +579,17 @@ impl<'d> Interp<'d> {
             let trm = mul(&mul(&[fs * th, 0.0, 0.0, fs, 0.0, rise], &m), &ctm);
             let full = mul(&m, &ctm);
             let size = fs * (full[2] * full[2] + full[3] * full[3]).sqrt();
-            let adv_glyph = w0 * fs * th;
-            // The direction of the baseline decides the frame: upright text goes to `out`,
-            // rotated text to its own builder, in coordinates where it reads left to right.
-            let (dx, dy) = (full[0], full[1]);
+            // Vertical fonts advance along text space's -y (issue 15: CJK columns were laid
+            // out as overlapping horizontal glyphs): the column is the line, read downwards.
+            let (adv_glyph, (dx, dy)) = if vertical {
+                (-w1 * fs, (-full[2], -full[3]))
+            } else {
+                (w0 * fs * th, (full[0], full[1]))
+            };
+            // The direction of the advance decides the frame: upright text goes to `out`,
+            // rotated (and vertical) text to its own builder, in coordinates where it reads
+            // left to right; for a vertical column that is the 270° frame, whose lines (the
+            // columns) come right to left.
             let k = if dx.abs() >= dy.abs() {
                 if dx >= 0.0 {
                     0
@@ -598,8 +616,14 @@ impl<'d> Interp<'d> {
                 rotated[k - 1].glyph(x0, x1, y, size, text);
             }
             let word = if !two_byte && code == 32 { tw } else { 0.0 };
-            let tx = (w0 * fs + tc + word) * th;
-            m = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &m);
+            if vertical {
+                // PDF 32000 9.4.4: ty = w1·Tfs + Tc + Tw (w1 < 0: down the page).
+                let ty = w1 * fs + tc + word;
+                m = mul(&[1.0, 0.0, 0.0, 1.0, 0.0, ty], &m);
+            } else {
+                let tx = (w0 * fs + tc + word) * th;
+                m = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &m);
+            }
         });
         *tm = m;
     }

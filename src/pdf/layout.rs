@@ -20,7 +20,10 @@ pub struct Span {
     pub y: f32,
     pub size: f32,
     pub text: String,
-    pending_space: bool,
+    /// A space glyph was drawn at this x: it separates words only if the pen moved on past
+    /// it (XeTeX draws a space and backs out of it inside Arabic words; issue 15's Kurdish
+    /// text came out cut in two at every non-joining letter, which pdftotext keeps whole).
+    pending_space: Option<f32>,
     /// The last glyph's origin and text (an overprinted glyph, "fake bold", is dropped).
     last_x0: f32,
     last: String,
@@ -46,6 +49,39 @@ pub struct SpanBuilder {
     pub chars: usize,
     /// Glyphs past this many characters are dropped.
     limit: usize,
+    /// A spacing accent waiting for the glyph it is drawn over (see `glyph`).
+    accent: Option<Accent>,
+}
+
+/// A spacing accent glyph drawn on its own: x range, baseline, size, its combining form.
+#[derive(Clone, Copy)]
+struct Accent {
+    x0: f32,
+    x1: f32,
+    y: f32,
+    size: f32,
+    spacing: char,
+    combining: char,
+}
+
+/// Spacing accents and their combining forms: poppler's table of diacritics it joins to the
+/// letter they overlap.
+fn combining_form(c: char) -> Option<char> {
+    Some(match c {
+        '\u{0060}' => '\u{0300}',
+        '\u{00A8}' => '\u{0308}',
+        '\u{00AF}' => '\u{0304}',
+        '\u{00B4}' => '\u{0301}',
+        '\u{00B8}' => '\u{0327}',
+        '\u{02C6}' => '\u{0302}',
+        '\u{02C7}' => '\u{030C}',
+        '\u{02D8}' => '\u{0306}',
+        '\u{02D9}' => '\u{0307}',
+        '\u{02DA}' => '\u{030A}',
+        '\u{02DC}' => '\u{0303}',
+        '\u{02DD}' => '\u{030B}',
+        _ => return None,
+    })
 }
 
 impl Default for SpanBuilder {
@@ -87,6 +123,7 @@ impl SpanBuilder {
             cur: None,
             chars: 0,
             limit,
+            accent: None,
         }
     }
 
@@ -96,6 +133,11 @@ impl SpanBuilder {
     }
 
     /// One glyph at baseline origin (x0, y) advancing to x1, with its decoded text.
+    ///
+    /// A spacing accent drawn over a letter (TeX's `\accent`: the accent, then the letter
+    /// under it; issue 15: "з ´о-шит" for "зо́-шит") becomes the letter and the combining
+    /// accent, as poppler writes it: an accent overlapping the glyph before it joins that
+    /// glyph, one overlapping the next glyph joins that one, any other is a glyph like others.
     pub fn glyph(&mut self, x0: f32, x1: f32, y: f32, size: f32, text: &str) {
         if self.is_full() {
             return;
@@ -103,6 +145,60 @@ impl SpanBuilder {
         if !(x0.is_finite() && x1.is_finite() && y.is_finite() && size.is_finite()) {
             return;
         }
+        let (x0, x1) = if x1 < x0 { (x1, x0) } else { (x0, x1) };
+        let mut chars = text.chars();
+        let accent = match (chars.next(), chars.next()) {
+            (Some(c), None) => combining_form(c).map(|m| (c, m)),
+            _ => None,
+        };
+        let mid = |a: f32, b: f32| (a + b) / 2.0;
+        // Accents sit above the letter: over a capital, up to about an em higher.
+        let near = |ay: f32, by: f32, size: f32| (ay - by).abs() < 1.2 * size.abs().max(0.5);
+        if let Some((spacing, combining)) = accent {
+            self.release_accent();
+            let c = mid(x0, x1);
+            if let Some(s) = self.cur.as_mut() {
+                let (lx0, lx1) = (s.last_x0, s.last_x0 + s.last_adv);
+                if c >= lx0 && c <= lx1 && near(y, s.y, size) && !s.text.ends_with(' ') {
+                    s.text.push(combining);
+                    return;
+                }
+            }
+            self.accent = Some(Accent {
+                x0,
+                x1,
+                y,
+                size,
+                spacing,
+                combining,
+            });
+            return;
+        }
+        match self.accent {
+            Some(a) if mid(a.x0, a.x1) >= x0 && mid(a.x0, a.x1) <= x1 && near(a.y, y, size) => {
+                self.accent = None;
+                self.place(x0, x1, y, size, text);
+                if let Some(s) = self.cur.as_mut() {
+                    if !s.text.is_empty() && !s.text.ends_with(' ') {
+                        s.text.push(a.combining);
+                    }
+                }
+            }
+            _ => {
+                self.release_accent();
+                self.place(x0, x1, y, size, text);
+            }
+        }
+    }
+
+    /// A waiting accent that joined no letter is placed as the glyph it is.
+    fn release_accent(&mut self) {
+        if let Some(a) = self.accent.take() {
+            self.place(a.x0, a.x1, a.y, a.size, &a.spacing.to_string());
+        }
+    }
+
+    fn place(&mut self, x0: f32, x1: f32, y: f32, size: f32, text: &str) {
         let size = size.abs().max(0.5);
         let (x0, x1) = if x1 < x0 { (x1, x0) } else { (x0, x1) };
         let blank = text.chars().all(|c| c.is_whitespace());
@@ -112,7 +208,7 @@ impl SpanBuilder {
             if same_line && gap > -0.5 * s.size && gap < 0.5 * s.size {
                 if blank {
                     if !text.is_empty() {
-                        s.pending_space = true;
+                        s.pending_space.get_or_insert(x0);
                     }
                     return;
                 }
@@ -127,10 +223,13 @@ impl SpanBuilder {
                 s.last_adv = x1 - x0;
                 s.last.clear();
                 s.last.push_str(text);
-                if (s.pending_space || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
+                let spaced = s
+                    .pending_space
+                    .is_some_and(|at| x0 > at + 0.1 * s.size.min(size));
+                if (spaced || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
                     s.text.push(' ');
                 }
-                s.pending_space = false;
+                s.pending_space = None;
                 self.chars += push_clean(&mut s.text, text);
                 s.x1 = s.x1.max(x1);
                 s.x0 = s.x0.min(x0);
@@ -152,7 +251,7 @@ impl SpanBuilder {
             y,
             size,
             text: t,
-            pending_space: false,
+            pending_space: None,
             last_x0: x0,
             last: text.to_string(),
             last_adv: x1 - x0,
@@ -161,6 +260,7 @@ impl SpanBuilder {
 
     /// Ends the current span (a new text object may start anywhere).
     pub fn flush(&mut self) {
+        self.release_accent();
         if let Some(s) = self.cur.take() {
             let trimmed = s.text.trim_end().len();
             let mut s = s;
@@ -439,6 +539,35 @@ mod tests {
             x += 5.0;
         }
         x
+    }
+
+    #[test]
+    fn an_accent_drawn_over_a_letter_joins_it() {
+        // TeX's \accent: "з", the acute moved over the next letter, then "о" under it.
+        let mut b = SpanBuilder::default();
+        b.glyph(0.0, 5.0, 100.0, 10.0, "з");
+        b.glyph(7.0, 10.0, 100.0, 10.0, "\u{00B4}");
+        b.glyph(6.0, 11.0, 100.0, 10.0, "о");
+        b.glyph(11.0, 16.0, 100.0, 10.0, "ш");
+        // An accent drawn after its letter, raised over a capital.
+        b.glyph(30.0, 35.0, 100.0, 10.0, "E");
+        b.glyph(31.0, 34.0, 103.0, 10.0, "\u{00A8}");
+        b.glyph(35.0, 40.0, 100.0, 10.0, "r");
+        // A spacing accent over nothing stays what it is.
+        b.glyph(60.0, 63.0, 100.0, 10.0, "\u{00B4}");
+        let text = render(b.finish(), far());
+        assert_eq!(text, "зо\u{0301}ш E\u{0308}r \u{00B4}");
+    }
+
+    #[test]
+    fn a_space_the_pen_backs_out_of_is_no_word_break() {
+        let mut b = SpanBuilder::default();
+        let x = word(&mut b, 0.0, 100.0, "book");
+        b.glyph(x, x + 3.0, 100.0, 10.0, " ");
+        let x = word(&mut b, x, 100.0, "keeper");
+        b.glyph(x, x + 3.0, 100.0, 10.0, " ");
+        word(&mut b, x + 3.0, 100.0, "day");
+        assert_eq!(render(b.finish(), far()), "bookkeeper day");
     }
 
     #[test]

