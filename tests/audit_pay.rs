@@ -62,6 +62,12 @@ impl Paycall {
     }
 }
 
+fn set_search_key() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // Set once, to the same value, before any server of this test binary reads it.
+    ONCE.call_once(|| std::env::set_var("BRAVE_API_KEY", "audit-test-key"));
+}
+
 /// paycall with the shipped config on `listener`, its canonical base_url naming that port.
 async fn paycall_with(
     stack: &LocalStack,
@@ -81,6 +87,10 @@ async fn paycall_from(
     listener: tokio::net::TcpListener,
 ) -> Paycall {
     let port = listener.local_addr().unwrap().port();
+    // Every paid route able to work, so each asks to be paid: a route that cannot (search
+    // without a provider key) answers 503 before any challenge. The audits only read the
+    // challenges; no search is made. The search stage reads its key from the process.
+    set_search_key();
     let env: BTreeMap<String, String> = [
         ("PAYCALL_FACILITATOR_URL", facilitator.to_string()),
         ("PAYCALL_EVM_PAY_TO", stack.pay_to.clone()),

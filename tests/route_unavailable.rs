@@ -60,6 +60,36 @@ async fn a_route_without_its_provider_key_answers_503_before_any_challenge() {
         "no facilitator call"
     );
 
+    // The same route as an MCP tool: no PaymentRequired, the same 503 reason, even with a
+    // payment in `_meta` (never verified).
+    for meta in ["", r#","_meta":{"x402/payment":{"x402Version":2}}"#] {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"search","arguments":{{"q":"x402"}}{meta}}}}}"#
+        );
+        let r = c
+            .post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(call)
+            .send()
+            .await
+            .unwrap();
+        let b = json_of(r).await;
+        assert_eq!(b["result"]["isError"], true, "{b}");
+        assert_eq!(
+            b["result"]["structuredContent"]["error"], "route_unavailable",
+            "{b}"
+        );
+        assert!(b["result"]["structuredContent"]
+            .get("x402Version")
+            .is_none());
+    }
+    assert_eq!(
+        fac.payment_hits.load(Ordering::SeqCst),
+        before,
+        "no facilitator call from MCP either"
+    );
+
     // A route that can work still asks for its payment.
     let r = c
         .get(server.url("/api/http?url=https://example.com/"))

@@ -258,6 +258,11 @@ async fn run_paid(
     headers: &HeaderMap,
 ) -> Reply {
     let entry = &app.routes[index];
+    // A tool that cannot work now asks for no payment, as its HTTP route answers 503 before
+    // any challenge (server::availability).
+    if let Err(reason) = server::availability::check(app, entry) {
+        return server::availability::unavailable_reply(&entry.spec.path, &reason);
+    }
     let spec = entry.spec.clone();
     let method = tools::tool_method(&spec);
     let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), method);
