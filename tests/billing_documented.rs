@@ -65,6 +65,16 @@ fn predicted(billing: &Value, case: Option<&str>, status: u16) -> (u16, bool) {
     (status, charged)
 }
 
+/// (route, method, url, body, documented case, status the rule is applied to without a case)
+type Outcome<'a> = (
+    &'a str,
+    &'a str,
+    String,
+    Option<String>,
+    Option<&'a str>,
+    u16,
+);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_documented_billing_rule_is_what_the_facilitator_sees() {
     let stack = LocalStack::start();
@@ -104,8 +114,7 @@ async fn each_documented_billing_rule_is_what_the_facilitator_sees() {
         "fields": {"price": ".price"}
     })
     .to_string();
-    // (route, method, url, body, documented case, status the rule is applied to)
-    let outcomes: Vec<(&str, &str, String, Option<String>, Option<&str>, u16)> = vec![
+    let outcomes: Vec<Outcome> = vec![
         (
             "/api/http",
             "get",

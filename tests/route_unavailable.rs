@@ -146,3 +146,100 @@ async fn a_route_without_its_provider_key_answers_503_before_any_challenge() {
     assert!(search.contains("Unavailable now"), "{search}");
     server.shutdown().await;
 }
+
+/// The shipped config on a fake facilitator, with startup's network verdicts `checks` recorded
+/// under `leave_out` (what `paycall serve` does before it listens).
+async fn with_networks_left_out(left_out: &[&str]) -> (FakeFacilitator, TestServer) {
+    use paycall::payment::readiness::{NetworkCheck, Readiness};
+    let fac = fake_facilitator().await;
+    let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let fac_url = fac.url.clone();
+    let env = move |k: &str| match k {
+        "PAYCALL_FACILITATOR_URL" => Some(fac_url.clone()),
+        other => test_env(other),
+    };
+    let config = paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let checks = config
+        .payment
+        .accepts
+        .iter()
+        .map(|a| NetworkCheck {
+            network: a.network.clone(),
+            name: a.name.clone(),
+            pay_to: a.pay_to.clone(),
+            facilitator: if left_out.contains(&a.name.as_str()) {
+                "not_listed"
+            } else {
+                "listed"
+            },
+            fee_payer: None,
+            token_account: None,
+            problem: left_out
+                .contains(&a.name.as_str())
+                .then(|| "the facilitator does not list it".to_string()),
+            warning: None,
+        })
+        .collect();
+    let app = build(config).unwrap_or_else(|e| panic!("{e}"));
+    app.services
+        .get::<Readiness>()
+        .expect("readiness service")
+        .record(checks, paycall::config::UnsupportedNetwork::LeaveOut);
+    let server = start_app(app).await;
+    (fac, server)
+}
+
+#[tokio::test]
+async fn discovery_lists_the_networks_offered_and_none_left_means_503() {
+    // Solana left out: discovery offers Base only.
+    let (_fac, server) = with_networks_left_out(&["solana"]).await;
+    let (_, _, openapi) = get_json(&server.url("/openapi.json")).await;
+    let x402 = &openapi["paths"]["/api/http"]["get"]["x-payment-info"]["protocols"][0]["x402"];
+    assert_eq!(
+        x402["networks"],
+        serde_json::json!(["eip155:8453"]),
+        "{x402}"
+    );
+    assert_eq!(x402["accepts"].as_array().unwrap().len(), 1, "{x402}");
+    let llms = client()
+        .get(server.url("/llms.txt"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !llms.contains("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"),
+        "{llms}"
+    );
+    let r = client()
+        .get(server.url("/api/http?url=https://example.com/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 402);
+    server.shutdown().await;
+
+    // No network the facilitator settles: no paid route can be paid, none asks to be.
+    let (fac, server) = with_networks_left_out(&["base", "solana"]).await;
+    let r = client()
+        .get(server.url("/api/http?url=https://example.com/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(r.headers()["retry-after"], "60");
+    let b = json_of(r).await;
+    assert!(
+        b["reason"]
+            .as_str()
+            .unwrap()
+            .contains("none of the offered networks"),
+        "{b}"
+    );
+    let (_, _, status) = get_json(&server.url("/status")).await;
+    assert_eq!(status["degraded"].as_array().unwrap().len(), 14, "{status}");
+    assert_eq!(fac.payment_hits.load(Ordering::SeqCst), 0);
+    server.shutdown().await;
+}

@@ -40,19 +40,26 @@ pub fn verdict(
     Ok(())
 }
 
-/// Offers not left out at startup (`payment.unsupported_network: leave_out`).
 fn offered_networks(app: &App) -> usize {
+    offered(app).len()
+}
+
+/// The payment options challenges offer: `payment.accepts` without those left out at startup
+/// (`payment.unsupported_network: leave_out`), each with its index in `payment.accepts` (a
+/// price's `atomic` has one amount per entry). Discovery lists these, not the configured ones.
+pub fn offered(app: &App) -> Vec<(usize, &crate::config::AcceptOption)> {
     let readiness = app.services.get::<crate::payment::readiness::Readiness>();
     app.config
         .payment
         .accepts
         .iter()
-        .filter(|a| {
+        .enumerate()
+        .filter(|(_, a)| {
             !readiness
                 .as_ref()
                 .is_some_and(|r| r.is_left_out(&a.network))
         })
-        .count()
+        .collect()
 }
 
 /// The 503 a route that cannot work answers instead of a challenge. Never charged: no payment

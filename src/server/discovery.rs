@@ -201,18 +201,15 @@ fn methods_list(spec: &RouteSpec) -> String {
         .join(", ")
 }
 
-fn networks_text(config: &Config) -> String {
-    config
-        .payment
-        .accepts
+fn networks_text(app: &App) -> String {
+    super::availability::offered(app)
         .iter()
-        .map(|a| format!("{} ({})", a.network, a.name))
+        .map(|(_, a)| format!("{} ({})", a.network, a.name))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 fn how_to_pay(app: &App) -> String {
-    let config = &app.config;
     format!(
         "Paid routes use x402 version 2, scheme exact, in USDC on {}. 1) Call the route without \
          payment: it answers 402 with a PAYMENT-REQUIRED header (base64 JSON listing the accepted \
@@ -221,7 +218,7 @@ fn how_to_pay(app: &App) -> String {
          the PAYMENT-SIGNATURE header; the 200 answer carries PAYMENT-RESPONSE, the settlement \
          receipt. {} A route that cannot work now answers 503 with Retry-After instead of 402. \
          No API key, no signup. Every paid route has a free sample at GET /api/demo/<name>.",
-        networks_text(config),
+        networks_text(app),
         super::reference::service_billing(app)
     )
 }
@@ -460,29 +457,24 @@ fn sample_200(entry: &RouteEntry, stamp_time: &str) -> Option<Value> {
     Some(Value::Object(ex))
 }
 
-fn payment_info(config: &Config, spec: &RouteSpec) -> Option<Value> {
+fn payment_info(app: &App, spec: &RouteSpec) -> Option<Value> {
     let price = spec.price.as_ref()?;
-    let accepts: Vec<Value> = config
-        .payment
-        .accepts
+    let offered = super::availability::offered(app);
+    let accepts: Vec<Value> = offered
         .iter()
-        .zip(&price.atomic)
-        .map(|(a, atomic)| {
-            json!({
-                "network": a.network,
-                "asset": a.asset,
-                "payTo": a.pay_to,
-                "amount": atomic,
-                "decimals": a.decimals,
+        .filter_map(|(i, a)| {
+            price.atomic.get(*i).map(|atomic| {
+                json!({
+                    "network": a.network,
+                    "asset": a.asset,
+                    "payTo": a.pay_to,
+                    "amount": atomic,
+                    "decimals": a.decimals,
+                })
             })
         })
         .collect();
-    let networks: Vec<&str> = config
-        .payment
-        .accepts
-        .iter()
-        .map(|a| a.network.as_str())
-        .collect();
+    let networks: Vec<&str> = offered.iter().map(|(_, a)| a.network.as_str()).collect();
     Some(json!({
         // x402scan reads `pricingMode` beside `price` (docs/DISCOVERY.md there).
         "pricingMode": "fixed",
@@ -614,7 +606,7 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
             );
         }
     }
-    if let Some(info) = payment_info(&app.config, spec) {
+    if let Some(info) = payment_info(app, spec) {
         op.insert("x-payment-info".into(), info);
         // Indexers read the payment as the operation's auth (x402scan: `security` +
         // `components.securitySchemes`).
@@ -891,7 +883,7 @@ pub fn llms_txt(app: &App) -> String {
 
     let _ = writeln!(t, "## How to pay\n");
     let _ = writeln!(t, "- No API key, no account: every call is paid on its own with x402 version 2 (scheme `exact`).");
-    for a in &config.payment.accepts {
+    for (_, a) in super::availability::offered(app) {
         let _ = writeln!(
             t,
             "- Network `{}` ({}): asset `{}`, paid to `{}`.",

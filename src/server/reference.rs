@@ -277,10 +277,6 @@ pub fn route_page(app: &App, entry: &RouteEntry) -> String {
             }
         }
     }
-    statuses
-        .entry(503)
-        .or_default()
-        .push("The route cannot work now (see `degraded` on /status): answered before any challenge, with Retry-After".into());
     for (status, whats) in statuses {
         if status == 402 {
             continue;
@@ -309,7 +305,7 @@ pub fn route_page(app: &App, entry: &RouteEntry) -> String {
         t,
         "Paid, with the official x402 client against the local payment stack that `scripts/run.sh` starts (it prints its own URLs; there the base is http://127.0.0.1:8402):\n"
     );
-    let _ = writeln!(t, "```sh\n{}\n```\n", pay_example(spec));
+    let _ = writeln!(t, "```sh\n{}\n```\n", pay_example(&base, spec));
     if spec.demo.is_some() {
         let _ = writeln!(
             t,
@@ -321,9 +317,14 @@ pub fn route_page(app: &App, entry: &RouteEntry) -> String {
 }
 
 /// The pay.mjs command for a route (as `scripts/run.sh` prints it), on the local base URL.
-fn pay_example(spec: &crate::config::RouteSpec) -> String {
+fn pay_example(base: &str, spec: &crate::config::RouteSpec) -> String {
     let local = "http://127.0.0.1:8402";
-    let curl = discovery::curl_example(local, spec);
+    // The example input may name the service itself (a demo's own sample page): there, that is
+    // the local base, which the run command's guard lets through.
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let curl = discovery::curl_example(local, spec)
+        .replace(&enc(base), &enc(local))
+        .replace(base, local);
     // curl -i [-X M] 'URL' [-H ...] [-d 'BODY']: reuse its URL and body so both stay one truth.
     let quoted: Vec<&str> = curl.split('\'').collect();
     let url = quoted.get(1).copied().unwrap_or(local);
