@@ -1241,9 +1241,11 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
         };
     }
     // Still next to nothing: the text is hidden until scripts run, or sits in navigation-like
-    // wrappers. Whatever text the page has beats an empty answer.
+    // wrappers. Whatever text the page has beats an empty answer — when it is far more than
+    // the visible text (a short page keeps its menu out).
     let bare = Pass::new(dom, Mode::Bare, title);
-    let skip = if bare.stat[body].len > body_pass.stat[body].len {
+    let visible = body_pass.stat[body].len;
+    let skip = if bare.stat[body].len >= 2 * visible + MIN_FALLBACK_LEN {
         bare.gone
     } else {
         body_pass.gone
@@ -1357,6 +1359,11 @@ mod tests {
                 "{wrap}: {md}"
             );
         }
+        // A short visible text keeps its menu out.
+        let html = "<body><nav><a href=\"/\">Home</a></nav><p>A short notice of sixty \
+                    characters or so, and nothing else.</p></body>";
+        let md = html_to_markdown(html, None).unwrap().markdown;
+        assert!(md.contains("short notice") && !md.contains("Home"), "{md}");
         // A page with real visible text keeps hidden text out.
         let html = format!(
             r#"<body><article>{}</article><div hidden>{}</div></body>"#,
