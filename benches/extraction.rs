@@ -1,53 +1,72 @@
-//! Extraction quality and speed on the article-extraction benchmark (scrapinghub).
+//! Extraction quality and speed, per set of annotated pages.
 //!
 //! ```text
-//! cargo bench --bench extraction -- <benchmark dir> [options]
-//!   --score-output <file.json>  score a stored prediction file (e.g. output/trafilatura.json)
-//!                               instead of running our extractor — checks the metric
+//! cargo bench --bench extraction -- <dir> [options]
+//!   (default)                   <dir> is scrapinghub's article-extraction-benchmark:
+//!                               ground-truth.json and html/<id>.html.gz
+//!   --readability               <dir> is Mozilla Readability's `test-pages/`: each
+//!                               `<case>/source.html` against the text of `<case>/expected.html`
+//!   --set                       <dir> holds manifest.json, html/<id>.html and truth/<id>.txt
+//!                               (scripts/extraction-data.py makes one; tokens per character
+//!                               for Chinese, Japanese, Thai… see `score::Tokens::Scripts`)
+//!   --split dev|holdout|all     with --set: which pages (default dev; score holdout only at
+//!                               the end of a piece of work)
+//!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
+//!                               optionally under "output") instead of running our extractor
 //!   --as-markdown               with --score-output: predictions are markdown, strip it first
 //!   --dump <dir>                write each page's markdown to <dir>/<id>.md
 //!   --only <id prefix>          run on matching pages only
 //!   --worst <n>                 how many of the worst pages to list (default 10)
-//!   --repeat <n>                extraction rounds for the speed figures (default 1)
-//!   --readability               the directory is Mozilla Readability's `test-pages/` instead:
-//!                               each `<case>/source.html` is extracted and scored against the
-//!                               text of `<case>/expected.html` with the same metric (held-out
-//!                               check: the engine was never tuned on these pages)
+//!   --repeat <n>                extraction rounds for the in-process speed (default 1)
+//!   --no-command                skip the speed through `paycall markdown --out` (batch mode)
 //! ```
 //!
-//! The benchmark directory holds `ground-truth.json` and `html/<id>.html.gz`. Quality is scored
-//! on `markdown_to_text(markdown)` with the benchmark's own metric (see `paycall::doc::score`);
-//! speed times `html_to_markdown` alone.
+//! Quality is scored on `markdown_to_text(markdown)` with the benchmark's own metric (see
+//! `paycall::doc::score`). Speed is printed twice: in-process (`html_to_markdown` alone, one
+//! thread) and through the command (one `paycall markdown --out` process over the same pages,
+//! all cores, wall clock including reading, decoding and writing).
 
-use paycall::doc::score::{shingle_overlap, summarize, Overlap};
+use paycall::doc::fetch_markdown::decode_text;
+use paycall::doc::score::{shingle_overlap_with, summarize, Overlap, Tokens};
 use paycall::doc::{html_to_markdown, markdown_to_text};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Scrapinghub,
+    Readability,
+    Set,
+}
+
 struct Args {
     dir: PathBuf,
+    kind: Kind,
+    split: String,
     score_output: Option<PathBuf>,
     as_markdown: bool,
     dump: Option<PathBuf>,
     only: Option<String>,
     worst: usize,
     repeat: usize,
-    readability: bool,
+    command: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let mut a = Args {
         dir: PathBuf::new(),
+        kind: Kind::Scrapinghub,
+        split: "dev".into(),
         score_output: None,
         as_markdown: false,
         dump: None,
         only: None,
         worst: 10,
         repeat: 1,
-        readability: false,
+        command: true,
     };
     let mut dir = None;
     while let Some(arg) = it.next() {
@@ -56,7 +75,10 @@ fn parse_args() -> Result<Args, String> {
             "--bench" => {} // added by `cargo bench`
             "--score-output" => a.score_output = Some(value("--score-output")?.into()),
             "--as-markdown" => a.as_markdown = true,
-            "--readability" => a.readability = true,
+            "--readability" => a.kind = Kind::Readability,
+            "--set" => a.kind = Kind::Set,
+            "--split" => a.split = value("--split")?,
+            "--no-command" => a.command = false,
             "--dump" => a.dump = Some(value("--dump")?.into()),
             "--only" => a.only = Some(value("--only")?),
             "--worst" => {
@@ -73,10 +95,22 @@ fn parse_args() -> Result<Args, String> {
             s => dir = Some(PathBuf::from(s)),
         }
     }
-    a.dir = dir.ok_or(
-        "usage: cargo bench --bench extraction -- <article-extraction-benchmark dir> [options]",
-    )?;
+    if !["dev", "holdout", "all"].contains(&a.split.as_str()) {
+        return Err(format!("--split {}: dev, holdout or all", a.split));
+    }
+    a.dir = dir.ok_or("usage: cargo bench --bench extraction -- <dir> [options]")?;
     Ok(a)
+}
+
+/// One annotated page.
+struct Page {
+    id: String,
+    /// The file as stored (what the command reads).
+    file: PathBuf,
+    html: String,
+    base: Option<url::Url>,
+    truth: String,
+    url: String,
 }
 
 fn load_json(path: &Path) -> Result<Value, String> {
@@ -85,8 +119,120 @@ fn load_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&s).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
 
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    let raw = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| format!("cannot gunzip {}: {e}", path.display()))?;
+        return Ok(out);
+    }
+    Ok(raw)
+}
+
+/// The page as the route would decode it (no HTTP charset: BOM, meta, UTF-8, detection).
+fn decode(raw: &[u8]) -> String {
+    decode_text("text/html", raw)
+}
+
 fn body_of(v: &Value) -> &str {
-    v.get("articleBody").and_then(Value::as_str).unwrap_or("")
+    v.as_str()
+        .or_else(|| v.get("articleBody").and_then(Value::as_str))
+        .unwrap_or("")
+}
+
+fn selected(args: &Args, id: &str) -> bool {
+    args.only
+        .as_ref()
+        .is_none_or(|p| id.starts_with(p.as_str()))
+}
+
+fn load_scrapinghub(args: &Args) -> Result<Vec<Page>, String> {
+    let truth = load_json(&args.dir.join("ground-truth.json"))?;
+    let truth = truth
+        .as_object()
+        .ok_or("ground-truth.json is not an object")?;
+    let mut pages = Vec::new();
+    for (id, t) in truth {
+        if !selected(args, id) {
+            continue;
+        }
+        let file = args.dir.join("html").join(format!("{id}.html.gz"));
+        let url = t
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        pages.push(Page {
+            id: id.clone(),
+            html: decode(&read(&file)?),
+            file,
+            base: url::Url::parse(&url).ok(),
+            truth: body_of(t).to_string(),
+            url,
+        });
+    }
+    Ok(pages)
+}
+
+fn load_readability(args: &Args) -> Result<Vec<Page>, String> {
+    let mut pages = Vec::new();
+    let entries = std::fs::read_dir(&args.dir)
+        .map_err(|e| format!("cannot read {}: {e}", args.dir.display()))?;
+    for case in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let id = case
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        let (file, expected) = (case.join("source.html"), case.join("expected.html"));
+        if !file.is_file() || !expected.is_file() || !selected(args, &id) {
+            continue;
+        }
+        pages.push(Page {
+            id,
+            html: decode(&read(&file)?),
+            file,
+            base: url::Url::parse("http://fakehost/test/page.html").ok(),
+            truth: html_text(&decode(&read(&expected)?)),
+            url: String::new(),
+        });
+    }
+    Ok(pages)
+}
+
+fn load_set(args: &Args) -> Result<Vec<Page>, String> {
+    let manifest = load_json(&args.dir.join("manifest.json"))?;
+    let list = manifest
+        .get("pages")
+        .and_then(Value::as_array)
+        .ok_or("manifest.json has no pages")?;
+    let mut pages = Vec::new();
+    for p in list {
+        let id = p.get("id").and_then(Value::as_str).unwrap_or("");
+        let split = p.get("split").and_then(Value::as_str).unwrap_or("dev");
+        if id.is_empty() || !selected(args, id) || (args.split != "all" && args.split != split) {
+            continue;
+        }
+        let file = args.dir.join("html").join(format!("{id}.html"));
+        let truth = String::from_utf8(read(&args.dir.join("truth").join(format!("{id}.txt")))?)
+            .map_err(|e| format!("truth of {id} is not UTF-8: {e}"))?;
+        let url = p
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        pages.push(Page {
+            id: id.to_string(),
+            html: decode(&read(&file)?),
+            file,
+            base: url::Url::parse(&url).ok(),
+            truth,
+            url,
+        });
+    }
+    Ok(pages)
 }
 
 fn main() {
@@ -98,70 +244,51 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let args = parse_args()?;
-    if args.readability {
-        return run_readability(&args);
+    let mut pages = match args.kind {
+        Kind::Scrapinghub => load_scrapinghub(&args)?,
+        Kind::Readability => load_readability(&args)?,
+        Kind::Set => load_set(&args)?,
+    };
+    pages.sort_by(|a, b| a.id.cmp(&b.id));
+    if pages.is_empty() {
+        return Err("no pages selected".into());
     }
-    let truth = load_json(&args.dir.join("ground-truth.json"))?;
-    let truth = truth
-        .as_object()
-        .ok_or("ground-truth.json is not an object")?;
-    let mut ids: Vec<&String> = truth
-        .keys()
-        .filter(|k| args.only.as_ref().is_none_or(|p| k.starts_with(p.as_str())))
-        .collect();
-    ids.sort();
-    if ids.is_empty() {
-        return Err("no documents selected".into());
-    }
+    let tokens = if args.kind == Kind::Set {
+        Tokens::Scripts
+    } else {
+        Tokens::Words
+    };
 
     if let Some(path) = &args.score_output {
         let pred = load_json(path)?;
         let pred = pred.get("output").unwrap_or(&pred);
         let mut rows = Vec::new();
-        for id in &ids {
-            let p = pred
-                .get(id.as_str())
-                .ok_or(format!("{} lacks document {id}", path.display()))?;
+        for p in &pages {
+            let v = pred.get(p.id.as_str()).ok_or(format!(
+                "{} lacks document {}",
+                path.display(),
+                p.id
+            ))?;
             let text = if args.as_markdown {
-                markdown_to_text(body_of(p))
+                markdown_to_text(body_of(v))
             } else {
-                body_of(p).to_string()
+                body_of(v).to_string()
             };
-            rows.push((
-                id.as_str(),
-                shingle_overlap(body_of(&truth[id.as_str()]), &text),
-            ));
+            rows.push(shingle_overlap_with(&p.truth, &text, tokens));
         }
-        report(&rows, truth, args.worst);
+        report(&pages, &rows, args.worst);
         return Ok(());
     }
 
     if let Some(d) = &args.dump {
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
-    let mut pages = Vec::new();
-    for id in &ids {
-        let path = args.dir.join("html").join(format!("{id}.html.gz"));
-        let file = std::fs::File::open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let mut raw = Vec::new();
-        flate2::read::GzDecoder::new(file)
-            .read_to_end(&mut raw)
-            .map_err(|e| format!("cannot gunzip {}: {e}", path.display()))?;
-        let html = String::from_utf8_lossy(&raw).into_owned();
-        let base = truth[id.as_str()]
-            .get("url")
-            .and_then(Value::as_str)
-            .and_then(|u| url::Url::parse(u).ok());
-        pages.push((id.as_str(), html, base));
-    }
-
     let mut elapsed = Duration::ZERO;
     let mut outputs = Vec::new();
     for round in 0..args.repeat.max(1) {
-        for (_, html, base) in &pages {
+        for p in &pages {
             let t = Instant::now();
-            let doc = html_to_markdown(html, base.as_ref()).unwrap_or_default();
+            let doc = html_to_markdown(&p.html, p.base.as_ref()).unwrap_or_default();
             elapsed += t.elapsed();
             if round == 0 {
                 outputs.push(doc);
@@ -169,89 +296,73 @@ fn run() -> Result<(), String> {
         }
     }
     let mut rows = Vec::new();
-    for ((id, _, _), doc) in pages.iter().zip(&outputs) {
+    for (p, doc) in pages.iter().zip(&outputs) {
         if let Some(d) = &args.dump {
-            let _ = std::fs::write(d.join(format!("{id}.md")), &doc.markdown);
+            let _ = std::fs::write(d.join(format!("{}.md", p.id)), &doc.markdown);
         }
         let text = markdown_to_text(&doc.markdown);
-        rows.push((*id, shingle_overlap(body_of(&truth[*id]), &text)));
+        rows.push(shingle_overlap_with(&p.truth, &text, tokens));
     }
-    report(&rows, truth, args.worst);
-    let bytes: usize = pages.iter().map(|(_, h, _)| h.len()).sum::<usize>() * args.repeat.max(1);
+    report(&pages, &rows, args.worst);
+    let empty = outputs
+        .iter()
+        .filter(|d| d.markdown.trim().is_empty())
+        .count();
+    println!("empty outputs: {empty}");
+    let bytes: usize = pages.iter().map(|p| p.html.len()).sum::<usize>() * args.repeat.max(1);
     let n = pages.len() * args.repeat.max(1);
     let secs = elapsed.as_secs_f64();
     println!(
-        "speed: {n} pages, {:.1} MB in {:.3} s → {:.1} pages/s, {:.1} MB/s (html_to_markdown only)",
+        "speed in-process: {n} pages, {:.1} MB in {:.3} s → {:.1} pages/s, {:.1} MB/s \
+         (html_to_markdown only, one thread)",
         bytes as f64 / 1e6,
         secs,
         n as f64 / secs,
         bytes as f64 / 1e6 / secs
     );
+    if args.command {
+        command_speed(&pages)?;
+    }
     Ok(())
 }
 
-/// Held-out check on Readability's test pages: our markdown's text against the text of the
-/// expected HTML.
-fn run_readability(args: &Args) -> Result<(), String> {
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&args.dir)
-        .map_err(|e| format!("cannot read {}: {e}", args.dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("source.html").is_file() && p.join("expected.html").is_file())
-        .filter(|p| {
-            args.only.as_ref().is_none_or(|o| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(o.as_str()))
-            })
-        })
-        .collect();
-    cases.sort();
-    if cases.is_empty() {
-        return Err("no test pages selected".into());
-    }
-    if let Some(d) = &args.dump {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
-    }
-    let base = url::Url::parse("http://fakehost/test/page.html").ok();
-    let mut names = Vec::new();
-    let mut rows_owned = Vec::new();
-    let mut elapsed = Duration::ZERO;
-    let mut bytes = 0usize;
-    for case in &cases {
-        let read = |f: &str| {
-            std::fs::read_to_string(case.join(f))
-                .map_err(|e| format!("cannot read {}/{f}: {e}", case.display()))
-        };
-        let (source, expected) = (read("source.html")?, read("expected.html")?);
-        bytes += source.len();
-        let t = Instant::now();
-        let doc = html_to_markdown(&source, base.as_ref()).unwrap_or_default();
-        elapsed += t.elapsed();
-        let name = case
+/// Times one `paycall markdown --out` process over the same pages (linked under unique names
+/// into a scratch folder, so every page is one input).
+fn command_speed(pages: &[Page]) -> Result<(), String> {
+    let scratch = std::env::temp_dir().join(format!("paycall-extraction-{}", std::process::id()));
+    let (input, out) = (scratch.join("in"), scratch.join("out"));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&input)
+        .map_err(|e| format!("cannot create {}: {e}", input.display()))?;
+    for (i, p) in pages.iter().enumerate() {
+        let name = p
+            .file
             .file_name()
             .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_string();
-        if let Some(d) = &args.dump {
-            let _ = std::fs::write(d.join(format!("{name}.md")), &doc.markdown);
-        }
-        let o = shingle_overlap(&html_text(&expected), &markdown_to_text(&doc.markdown));
-        names.push(name);
-        rows_owned.push(o);
+            .unwrap_or("page.html");
+        let abs = std::fs::canonicalize(&p.file)
+            .map_err(|e| format!("cannot resolve {}: {e}", p.file.display()))?;
+        std::os::unix::fs::symlink(&abs, input.join(format!("{i:05}-{name}")))
+            .map_err(|e| format!("cannot link {}: {e}", abs.display()))?;
     }
-    let rows: Vec<(&str, Overlap)> = names
-        .iter()
-        .map(String::as_str)
-        .zip(rows_owned.iter().copied())
-        .collect();
-    report(&rows, &serde_json::Map::new(), args.worst);
-    let secs = elapsed.as_secs_f64();
+    let t = Instant::now();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_paycall"))
+        .arg("markdown")
+        .arg("--out")
+        .arg(&out)
+        .arg(&input)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run paycall: {e}"))?;
+    let secs = t.elapsed().as_secs_f64();
+    let written = std::fs::read_dir(&out).map(|d| d.count()).unwrap_or(0);
+    let _ = std::fs::remove_dir_all(&scratch);
     println!(
-        "speed: {} pages, {:.1} MB in {:.3} s → {:.1} pages/s (html_to_markdown only)",
-        cases.len(),
-        bytes as f64 / 1e6,
-        secs,
-        cases.len() as f64 / secs
+        "speed through `paycall markdown --out`: {} pages in {secs:.3} s → {:.1} pages/s \
+         (one process, all cores, {written} outputs, exit {})",
+        pages.len(),
+        pages.len() as f64 / secs,
+        status.code().unwrap_or(-1)
     );
     Ok(())
 }
@@ -312,9 +423,8 @@ fn html_text(html: &str) -> String {
     out
 }
 
-fn report(rows: &[(&str, Overlap)], truth: &serde_json::Map<String, Value>, worst: usize) {
-    let overlaps: Vec<Overlap> = rows.iter().map(|(_, o)| *o).collect();
-    let s = summarize(&overlaps);
+fn report(pages: &[Page], rows: &[Overlap], worst: usize) {
+    let s = summarize(rows);
     println!(
         "F1 {:.4}  precision {:.4}  recall {:.4}  ({} docs: {} with a prediction, {} with a truth)",
         s.f1,
@@ -324,21 +434,19 @@ fn report(rows: &[(&str, Overlap)], truth: &serde_json::Map<String, Value>, wors
         s.predicted,
         s.truthful
     );
-    let mut sorted: Vec<&(&str, Overlap)> = rows.iter().collect();
+    let none = rows.iter().filter(|o| o.tp == 0.0 && o.fn_ > 0.0).count();
+    println!("pages with none of the main text: {none}");
+    let mut sorted: Vec<(&Page, &Overlap)> = pages.iter().zip(rows).collect();
     sorted.sort_by(|a, b| a.1.f1().total_cmp(&b.1.f1()));
     println!("worst {worst}:");
-    for (id, o) in sorted.iter().take(worst) {
-        let url = truth
-            .get(*id)
-            .and_then(|t| t.get("url"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    for (p, o) in sorted.iter().take(worst) {
         println!(
-            "  {}  F1 {:.3}  P {:.3}  R {:.3}  {url}",
-            &id[..id.len().min(16)],
+            "  {}  F1 {:.3}  P {:.3}  R {:.3}  {}",
+            &p.id[..p.id.len().min(24)],
             o.f1(),
             o.precision(),
-            o.recall()
+            o.recall(),
+            p.url
         );
     }
 }

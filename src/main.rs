@@ -91,10 +91,18 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
-    /// Print what /api/fetch's transform makes of a page (a file path or an http(s) URL).
+    /// Print what /api/fetch's transform makes of a page (a file path or an http(s) URL). With
+    /// --out, convert many files or folders in one process: one DIR/<name>.md per input.
     Markdown {
-        /// File path or URL.
-        source: String,
+        /// A file path or URL; with --out, any number of files and folders.
+        #[arg(required = true)]
+        sources: Vec<String>,
+        /// Batch mode: write each input's markdown under this folder.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Batch mode: worker threads (default: one per core).
+        #[arg(long)]
+        jobs: Option<usize>,
     },
 }
 
@@ -121,7 +129,14 @@ fn main() -> ExitCode {
         Command::Reload => reload(&cli.config),
         Command::Serve => serve(&cli.config),
         Command::Docs { out, check } => docs(&cli.config, &out, check),
-        Command::Markdown { source } => markdown(&cli.config, &source),
+        Command::Markdown { sources, out, jobs } => match (out, sources.as_slice()) {
+            (Some(out), _) => markdown_batch(&sources, &out, jobs),
+            (None, [source]) => markdown(&cli.config, source),
+            (None, _) => {
+                eprintln!("paycall markdown: several sources need --out DIR");
+                ExitCode::from(2)
+            }
+        },
         Command::Ledger {
             since,
             route,
@@ -569,103 +584,95 @@ fn serve(path: &Path) -> ExitCode {
 /// Reads a file or fetches a URL (through the same guard as the service, so private targets are
 /// refused unless PAYCALL_ALLOW_CIDRS allows them) and prints /api/fetch's markdown of it.
 fn markdown(path: &Path, source: &str) -> ExitCode {
-    use paycall::doc::markdown::{html_to_markdown_within, passthrough};
-    let (body, content_type, base): (Vec<u8>, String, Option<url::Url>) =
-        if source.starts_with("http://") || source.starts_with("https://") {
-            let allow = match config::load(path) {
-                Ok(c) => c.guard.allow_cidrs,
-                Err(_) => std::env::var("PAYCALL_ALLOW_CIDRS")
-                    .unwrap_or_default()
-                    .split(',')
-                    .filter_map(|s| config::parse_cidr(s).ok())
-                    .collect(),
-            };
-            let rt = match current_thread() {
-                Ok(rt) => rt,
-                Err(code) => return code,
-            };
-            let fetched = rt.block_on(async {
-                let guard = std::sync::Arc::new(paycall::net::Guard::new(allow));
-                let url = guard.parse_target(source).map_err(|e| e.to_string())?;
-                let client = paycall::net::GuardedClient::new(
-                    guard,
-                    std::sync::Arc::new(paycall::net::SystemResolver),
-                    concat!("paycall/", env!("CARGO_PKG_VERSION")),
-                )
-                .map_err(|e| e.to_string())?;
-                let mut req = paycall::net::FetchRequest::get(url);
-                req.max_bytes = 2_000_000;
-                client.fetch(req).await.map_err(|e| e.to_string())
-            });
-            match fetched {
-                Ok(r) => {
-                    let ct = r
-                        .headers
-                        .get("content-type")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("")
-                        .to_string();
-                    (r.body.to_vec(), ct, Some(r.final_url))
-                }
-                Err(e) => {
-                    eprintln!("paycall markdown: {e}");
-                    return ExitCode::from(1);
-                }
-            }
-        } else {
-            match std::fs::read(source) {
-                Ok(b) => {
-                    let ct = if source.ends_with(".md") {
-                        "text/markdown"
-                    } else if source.ends_with(".json") {
-                        "application/json"
-                    } else if source.ends_with(".txt") {
-                        "text/plain"
-                    } else {
-                        "text/html"
-                    };
-                    let abs = std::fs::canonicalize(source).ok();
-                    (
-                        b,
-                        ct.to_string(),
-                        abs.and_then(|p| url::Url::from_file_path(p).ok()),
-                    )
-                }
-                Err(e) => {
-                    eprintln!("paycall markdown: cannot read {source}: {e}");
-                    return ExitCode::from(1);
-                }
-            }
+    use paycall::doc::batch::{self, Converted};
+    let converted = if source.starts_with("http://") || source.starts_with("https://") {
+        let allow = match config::load(path) {
+            Ok(c) => c.guard.allow_cidrs,
+            Err(_) => std::env::var("PAYCALL_ALLOW_CIDRS")
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|s| config::parse_cidr(s).ok())
+                .collect(),
         };
-    // The same decoding as the route (BOM, charset, meta, UTF-8, detection).
-    let text = paycall::doc::fetch_markdown::decode_text(&content_type, &body);
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if essence.is_empty() || essence == "text/html" || essence == "application/xhtml+xml" {
-        // The service's node budget, and a deadline: a hostile file is refused, not a 10 GB
-        // process (issue 21).
-        let budget = paycall::doc::parse::Budget::default()
-            .with_deadline(std::time::Instant::now() + std::time::Duration::from_secs(20));
-        let doc = match html_to_markdown_within(&text, base.as_ref(), &budget) {
-            Ok(doc) => doc,
-            Err(e) => {
-                eprintln!("paycall markdown: {e} ({})", e.code());
-                return ExitCode::from(1);
-            }
+        let rt = match current_thread() {
+            Ok(rt) => rt,
+            Err(code) => return code,
         };
-        if let Some(t) = &doc.title {
-            eprintln!("title: {t}");
+        let fetched = rt.block_on(async {
+            let guard = std::sync::Arc::new(paycall::net::Guard::new(allow));
+            let url = guard.parse_target(source).map_err(|e| e.to_string())?;
+            let client = paycall::net::GuardedClient::new(
+                guard,
+                std::sync::Arc::new(paycall::net::SystemResolver),
+                concat!("paycall/", env!("CARGO_PKG_VERSION")),
+            )
+            .map_err(|e| e.to_string())?;
+            let mut req = paycall::net::FetchRequest::get(url);
+            req.max_bytes = 2_000_000;
+            client.fetch(req).await.map_err(|e| e.to_string())
+        });
+        match fetched {
+            Ok(r) => {
+                let ct = r
+                    .headers
+                    .get("content-type")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                let deadline = std::time::Instant::now() + batch::PAGE_DEADLINE;
+                batch::convert(&r.body, ct, Some(&r.final_url), deadline)
+            }
+            Err(e) => Err(e),
         }
-        println!("{}", doc.markdown);
-    } else if let Some(out) = passthrough(&essence, &text) {
-        println!("{out}");
     } else {
-        eprintln!("paycall markdown: `{content_type}` is not HTML, text, JSON or markdown");
-        return ExitCode::from(1);
+        // The file's name tells its kind (.md, .json, .txt, else HTML; .gz unpacked).
+        batch::convert_file(Path::new(source))
+    };
+    // The same decoding, node budget and extraction as the route (doc::batch::convert).
+    match converted {
+        Ok(Converted::Page(doc)) => {
+            if let Some(t) = &doc.title {
+                eprintln!("title: {t}");
+            }
+            println!("{}", doc.markdown);
+            ExitCode::SUCCESS
+        }
+        Ok(Converted::Text(out)) => {
+            println!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("paycall markdown: {e}");
+            ExitCode::from(1)
+        }
     }
-    ExitCode::SUCCESS
+}
+
+/// `paycall markdown --out DIR <files and folders>…`: one process, all cores, one output per
+/// input (doc::batch); failures are listed and make the exit code 1.
+fn markdown_batch(sources: &[String], out: &Path, jobs: Option<usize>) -> ExitCode {
+    use paycall::doc::batch;
+    if let Some(url) = sources.iter().find(|s| s.contains("://")) {
+        eprintln!("paycall markdown: --out takes files and folders, not URLs ({url})");
+        return ExitCode::from(2);
+    }
+    let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
+    let plan = match batch::plan(&sources, out) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("paycall markdown: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let workers =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let report = batch::run(&plan, workers);
+    for (input, e) in &report.failed {
+        eprintln!("paycall markdown: {}: {e}", input.display());
+    }
+    eprintln!("{}", report.summary(workers));
+    if report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -161,6 +161,91 @@ fn markdown_refuses_a_page_whose_tree_would_outgrow_its_budget() {
     );
 }
 
+/// Issue 13: batch mode. One process converts files and folders, one output per input (a
+/// folder's layout kept, `.gz` unpacked); a page that fails is named and makes the exit code 1
+/// while the others are still written; several sources without --out are refused.
+#[test]
+fn markdown_batch_writes_one_output_per_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (site, out) = (dir.path().join("site"), dir.path().join("out"));
+    std::fs::create_dir_all(site.join("news")).unwrap();
+    let article = |topic: &str| {
+        format!(
+            "<html><body><nav><a href=\"/\">Home</a></nav><article><p>The report on {topic} \
+             was published this morning, and it says, in short, that the work goes on.</p>\
+             </article></body></html>"
+        )
+    };
+    std::fs::write(site.join("index.html"), article("harbours")).unwrap();
+    std::fs::write(site.join("news/today.htm"), article("bridges")).unwrap();
+    let lone = dir.path().join("lone.html");
+    std::fs::write(&lone, article("tunnels")).unwrap();
+    let ok = paycall(
+        &[
+            "markdown",
+            "--out",
+            out.to_str().unwrap(),
+            site.to_str().unwrap(),
+            lone.to_str().unwrap(),
+        ],
+        &fixture("free"),
+        true,
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    assert!(
+        text(&ok.stderr).contains("3 pages (0 failed)"),
+        "{}",
+        text(&ok.stderr)
+    );
+    for (file, topic) in [
+        ("index.md", "harbours"),
+        ("news/today.md", "bridges"),
+        ("lone.md", "tunnels"),
+    ] {
+        let md = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(
+            md.contains(&format!("The report on {topic}")),
+            "{file}: {md}"
+        );
+        assert!(!md.contains("Home"), "{file}: {md}");
+    }
+
+    std::fs::write(
+        site.join("news/huge.html"),
+        paycall::doc::parse::adoption_agency_page(500, 199_997),
+    )
+    .unwrap();
+    let failed = paycall(
+        &[
+            "markdown",
+            "--out",
+            out.to_str().unwrap(),
+            site.to_str().unwrap(),
+        ],
+        &fixture("free"),
+        true,
+    );
+    let stderr = text(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("huge.html") && stderr.contains("html_too_complex"),
+        "{stderr}"
+    );
+    assert!(out.join("news/today.md").is_file());
+
+    let refused = paycall(
+        &["markdown", lone.to_str().unwrap(), lone.to_str().unwrap()],
+        &fixture("free"),
+        true,
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("--out"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
+
 #[test]
 fn check_and_ledger_report_the_ledger_without_creating_it() {
     let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/config/free/paycall.db");

@@ -4,6 +4,13 @@
 //! `<meta http-equiv=content-type>` in the first 1024 bytes (HTML only); UTF-8 when the bytes
 //! are valid UTF-8; otherwise chardetng's guess from the bytes. A document is never decoded
 //! lossily as UTF-8 when it is not UTF-8: that turned legacy-encoded pages into U+FFFD.
+//!
+//! One departure from browsers: a declared legacy encoding (header or meta) gives way to UTF-8
+//! when the bytes are valid UTF-8 *and* hold non-ASCII characters. Sites that moved to UTF-8
+//! and kept their old `<meta charset=gb2312>` (or a server default of ISO-8859-1) are common;
+//! a text really in GBK, Shift_JIS or windows-1252 is practically never valid multi-byte UTF-8,
+//! so the bytes are the better witness, and the reader gets the right characters instead of
+//! mojibake.
 
 use encoding_rs::{Encoding, UTF_8};
 
@@ -12,13 +19,18 @@ pub fn sniff(content_type: &str, body: &[u8], html: bool) -> &'static Encoding {
     if let Some((enc, _)) = Encoding::for_bom(body) {
         return enc;
     }
-    if let Some(enc) = charset_param(content_type).and_then(|l| Encoding::for_label(l.as_bytes())) {
-        return enc;
-    }
-    if html {
-        if let Some(enc) = meta_charset(&body[..body.len().min(1024)]) {
-            return enc;
+    let declared = charset_param(content_type)
+        .and_then(|l| Encoding::for_label(l.as_bytes()))
+        .or_else(|| {
+            html.then(|| meta_charset(&body[..body.len().min(1024)]))
+                .flatten()
+        });
+    if let Some(enc) = declared {
+        let utf16 = enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE;
+        if enc != UTF_8 && !utf16 && !body.is_ascii() && std::str::from_utf8(body).is_ok() {
+            return UTF_8;
         }
+        return enc;
     }
     if std::str::from_utf8(body).is_ok() {
         return UTF_8;
@@ -128,6 +140,18 @@ mod tests {
         assert!(text.contains("日本語"), "{text}");
         // A meta claiming UTF-16 on a page without a BOM is read as UTF-8.
         assert_eq!(sniff("", b"<meta charset=utf-16>caf\xc3\xa9", true), UTF_8);
+        // A legacy declaration over bytes that are valid, non-ASCII UTF-8: the bytes win.
+        let migrated = "<meta charset=\"gb2312\"><p>谷歌在2014年收购的公司</p>";
+        assert_eq!(decode("text/html", migrated.as_bytes(), true), migrated);
+        assert_eq!(
+            decode("text/html; charset=iso-8859-1", "déjà vu".as_bytes(), true),
+            "déjà vu"
+        );
+        // …but an ASCII body keeps the declared encoding (nothing to tell them apart).
+        assert_eq!(
+            sniff("text/html; charset=windows-1252", b"plain", true),
+            encoding_rs::WINDOWS_1252
+        );
         // Meta is not consulted for non-HTML.
         assert_eq!(
             sniff("text/plain", b"<meta charset=koi8-r>abc", false),

@@ -184,6 +184,37 @@ fn is_other_block(tag: &str) -> bool {
     )
 }
 
+/// Elements that hold no readable text at all (code, media, form controls, the head).
+fn is_textless(tag: &str) -> bool {
+    matches!(
+        tag,
+        "script"
+            | "style"
+            | "noscript"
+            | "template"
+            | "svg"
+            | "math"
+            | "canvas"
+            | "iframe"
+            | "object"
+            | "embed"
+            | "audio"
+            | "video"
+            | "map"
+            | "button"
+            | "input"
+            | "select"
+            | "textarea"
+            | "option"
+            | "datalist"
+            | "head"
+            | "title"
+            | "meta"
+            | "link"
+            | "base"
+    )
+}
+
 /// Elements that are never article text.
 fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
     let Some(el) = dom.elem(ix) else {
@@ -312,8 +343,21 @@ struct Pass<'a> {
     stat: Vec<Stat>,
 }
 
+/// What a pass removes before scoring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Hard boilerplate and Readability's unlikely candidates (by class/id).
+    Strict,
+    /// Hard boilerplate only.
+    Lenient,
+    /// Only elements without readable text: the last resort for a page whose text is all
+    /// hidden (a body shown by scripts) or inside navigation-like wrappers.
+    Bare,
+}
+
 impl<'a> Pass<'a> {
-    fn new(dom: &'a Dom, strict: bool, title: Option<&str>) -> Pass<'a> {
+    fn new(dom: &'a Dom, mode: Mode, title: Option<&str>) -> Pass<'a> {
+        let strict = mode == Mode::Strict;
         let n = dom.nodes.len();
         let r = regexes();
         let mut gone = vec![false; n];
@@ -325,7 +369,11 @@ impl<'a> Pass<'a> {
                     continue;
                 }
             }
-            if is_hard_boilerplate(dom, ix) {
+            let hard = match mode {
+                Mode::Bare => is_textless(dom.tag(ix)),
+                _ => is_hard_boilerplate(dom, ix),
+            };
+            if hard {
                 gone[ix] = true;
                 continue;
             }
@@ -469,7 +517,8 @@ impl<'a> Pass<'a> {
             let scorable = match tag {
                 "p" | "pre" | "h2" | "h3" | "h4" | "h5" | "h6" => true,
                 // A container scores through its paragraphs, not as one big paragraph.
-                "div" | "section" | "td" => !self.has_block_child(ix),
+                // (A definition's text counts as a paragraph too: glossaries, FAQs.)
+                "div" | "section" | "td" | "dd" => !self.has_block_child(ix),
                 _ => false,
             };
             if !scorable {
@@ -629,6 +678,24 @@ impl<'a> Pass<'a> {
                 break;
             }
             top = a;
+        }
+        // Article text split around embeds, pull quotes or widgets: when the parent holds far
+        // more paragraph text than the choice, at a low link density, the parent is the
+        // article (the climb above compares scores only, and blocks of embeds between the
+        // parts score nothing).
+        if let Some(a) = dom.nodes[top].parent {
+            let (ps, ts) = (self.stat[a], self.stat[top]);
+            if a != body
+                && !off("widen")
+                && dom.elem(a).is_some()
+                && ps.ptext >= ts.ptext * 3 / 2 + 200
+                && ps.link_density() < 0.2
+            {
+                if debug() {
+                    eprintln!("  widen {top} → {a} (ptext {} → {})", ts.ptext, ps.ptext);
+                }
+                top = a;
+            }
         }
         let s = if score[top].is_nan() {
             self.init_score(top)
@@ -1124,8 +1191,8 @@ fn debug() -> bool {
 pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let body = dom.find_tag("body").unwrap_or(0);
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
-    for strict in [true, false] {
-        let mut pass = Pass::new(dom, strict, title);
+    for mode in [Mode::Strict, Mode::Lenient] {
+        let mut pass = Pass::new(dom, mode, title);
         let Some((roots, scores)) = pass.choose(body) else {
             continue;
         };
@@ -1143,7 +1210,7 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
         if debug() {
             for &r in &roots {
                 eprintln!(
-                    "pass strict={strict} root {r} <{} class={:?} id={:?}> len {}",
+                    "pass {mode:?} root {r} <{} class={:?} id={:?}> len {}",
                     dom.tag(r),
                     dom.attr(r, "class"),
                     dom.attr(r, "id"),
@@ -1166,10 +1233,26 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
         }
     }
     // Nothing article-like: the body's readable text.
-    let body_pass = Pass::new(dom, false, title);
+    let body_pass = Pass::new(dom, Mode::Lenient, title);
+    if body_pass.stat[body].len >= MIN_FALLBACK_LEN {
+        return Selection {
+            roots: vec![body],
+            skip: body_pass.gone,
+        };
+    }
+    // Still next to nothing: the text is hidden until scripts run, or sits in navigation-like
+    // wrappers. Whatever text the page has beats an empty answer — when it is far more than
+    // the visible text (a short page keeps its menu out).
+    let bare = Pass::new(dom, Mode::Bare, title);
+    let visible = body_pass.stat[body].len;
+    let skip = if bare.stat[body].len >= 2 * visible + MIN_FALLBACK_LEN {
+        bare.gone
+    } else {
+        body_pass.gone
+    };
     Selection {
         roots: vec![body],
-        skip: body_pass.gone,
+        skip,
     }
 }
 
@@ -1259,6 +1342,39 @@ mod tests {
         let md = html_to_markdown(&html, None).unwrap().markdown;
         assert!(md.contains("Paragraph 2 about the first half"), "{md}");
         assert!(md.contains("Paragraph 11 about the second half"), "{md}");
+    }
+
+    #[test]
+    fn a_page_whose_text_is_all_hidden_still_yields_it() {
+        // Bodies hidden until a script shows them, articles inside navigation-like wrappers:
+        // the last resort keeps every readable text rather than answer nothing.
+        for wrap in [
+            r#"<body style="display: none">{}</body>"#,
+            r#"<body><div aria-hidden="true"><nav>{}</nav></div></body>"#,
+        ] {
+            let html = wrap.replace("{}", &para("the hidden topic", 3));
+            let md = html_to_markdown(&html, None).unwrap().markdown;
+            assert!(
+                md.contains("Paragraph 2 about the hidden topic"),
+                "{wrap}: {md}"
+            );
+        }
+        // A short visible text keeps its menu out.
+        let html = "<body><nav><a href=\"/\">Home</a></nav><p>A short notice of sixty \
+                    characters or so, and nothing else.</p></body>";
+        let md = html_to_markdown(html, None).unwrap().markdown;
+        assert!(md.contains("short notice") && !md.contains("Home"), "{md}");
+        // A page with real visible text keeps hidden text out.
+        let html = format!(
+            r#"<body><article>{}</article><div hidden>{}</div></body>"#,
+            para("the visible topic", 3),
+            para("the hidden topic", 1)
+        );
+        let md = html_to_markdown(&html, None).unwrap().markdown;
+        assert!(
+            md.contains("visible topic") && !md.contains("hidden topic"),
+            "{md}"
+        );
     }
 
     #[test]

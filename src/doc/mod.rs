@@ -1,6 +1,7 @@
 //! Documents → clean markdown: main-content extraction for /api/fetch, pass-through of
 //! text-like bodies, and the benchmark metric used to measure extraction quality.
 
+pub mod batch;
 pub mod charset;
 mod dom;
 mod extract;

@@ -82,10 +82,41 @@ pub fn tokenize(text: &str) -> Vec<&str> {
     token_re().find_iter(text).map(|m| m.as_str()).collect()
 }
 
+/// How a text is cut into tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tokens {
+    /// The benchmark's `\w+` runs (identical to `evaluate.py`).
+    Words,
+    /// As `Words`, except that each character of a script written without spaces between words
+    /// (Han, kana, Thai, Lao, Khmer, Myanmar) is a token of its own: with `Words` a Chinese or
+    /// Thai sentence is one token, and shingles of sentences say little. For multilingual sets.
+    Scripts,
+}
+
+fn script_token_re() -> &'static regex::Regex {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        let unspaced = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}";
+        regex::Regex::new(&format!(r"[{unspaced}]|[[\p{{L}}\p{{N}}_]--[{unspaced}]]+"))
+            .expect("static regex")
+    })
+}
+
+/// Tokens of `text` under `how`.
+pub fn tokenize_with(text: &str, how: Tokens) -> Vec<&str> {
+    match how {
+        Tokens::Words => tokenize(text),
+        Tokens::Scripts => script_token_re()
+            .find_iter(text)
+            .map(|m| m.as_str())
+            .collect(),
+    }
+}
+
 /// Multiset of shingles. A text shorter than [`NGRAM`] tokens is one shorter shingle; an empty
 /// text has none.
-fn shingles(text: &str) -> HashMap<Vec<&str>, usize> {
-    let tokens = tokenize(text);
+fn shingles(text: &str, how: Tokens) -> HashMap<Vec<&str>, usize> {
+    let tokens = tokenize_with(text, how);
     let mut out: HashMap<Vec<&str>, usize> = HashMap::new();
     if tokens.is_empty() {
         return out;
@@ -98,10 +129,15 @@ fn shingles(text: &str) -> HashMap<Vec<&str>, usize> {
     out
 }
 
-/// Overlap between one document's truth and prediction.
+/// Overlap between one document's truth and prediction (the benchmark's tokens).
 pub fn shingle_overlap(truth: &str, prediction: &str) -> Overlap {
-    let t = shingles(truth);
-    let p = shingles(prediction);
+    shingle_overlap_with(truth, prediction, Tokens::Words)
+}
+
+/// [`shingle_overlap`] with the given tokens.
+pub fn shingle_overlap_with(truth: &str, prediction: &str, how: Tokens) -> Overlap {
+    let t = shingles(truth, how);
+    let p = shingles(prediction, how);
     let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
     for (k, &tc) in &t {
         let pc = p.get(k).copied().unwrap_or(0);
@@ -170,6 +206,27 @@ mod tests {
             vec!["Hello", "wörld", "42_x", "naïve", "東京"]
         );
         assert!(tokenize(" ,.;-— ").is_empty());
+    }
+
+    #[test]
+    fn unspaced_scripts_are_cut_per_character() {
+        assert_eq!(
+            tokenize_with("Tokyo 東京都, ภาษาไทย und café_2", Tokens::Scripts),
+            vec![
+                "Tokyo", "東", "京", "都", "ภ", "า", "ษ", "า", "ไ", "ท", "ย", "und", "café_2"
+            ]
+        );
+        assert_eq!(
+            tokenize_with("ab東京", Tokens::Scripts),
+            vec!["ab", "東", "京"]
+        );
+        // Half of a Chinese sentence is half recalled, not nothing.
+        let o = shingle_overlap_with("一二三四五六七八九十", "一二三四五六", Tokens::Scripts);
+        assert!(o.recall() > 0.3 && o.precision() == 1.0, "{o:?}");
+        assert_eq!(
+            shingle_overlap("一二三四五六七八九十", "一二三四五六").recall(),
+            0.0
+        );
     }
 
     #[test]
