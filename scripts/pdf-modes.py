@@ -549,6 +549,9 @@ def truetype_cmap_aliases():
     fb.setupNameTable({"familyName": "Aliases", "styleName": "Regular"})
     fb.setupOS2()
     fb.setupPost()
+    # Fixed timestamps, so the file is the same on every run.
+    fb.font["head"].created = fb.font["head"].modified = 0
+    fb.font.recalcTimestamp = False
     buf = io.BytesIO()
     fb.save(buf)
     ttf = buf.getvalue()
