@@ -14,7 +14,8 @@ AcroForm field values, glyph-by-glyph positioned double letters in a condensed f
 CJK collections through Identity-H without ToUnicode, a CFF font's built-in encoding, a
 Type3 font whose glyphs are named by their codes, vertical writing (Identity-V), TeX's
 accents drawn over their letters, a TrueType cmap with Kangxi radical aliases,
-a space glyph the pen backs out of. fontTools
+a space glyph the pen backs out of, `endstream` on
+the data's line. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -548,6 +549,9 @@ def truetype_cmap_aliases():
     fb.setupNameTable({"familyName": "Aliases", "styleName": "Regular"})
     fb.setupOS2()
     fb.setupPost()
+    # Fixed timestamps, so the file is the same on every run.
+    fb.font["head"].created = fb.font["head"].modified = 0
+    fb.font.recalcTimestamp = False
     buf = io.BytesIO()
     fb.save(buf)
     ttf = buf.getvalue()
@@ -579,6 +583,21 @@ def space_backed_out():
     write("space-backed-out", objs, "bookkeeper day")
 
 
+# 16. `endstream` on the stream data's own line after a space (VTeX writes `…ET endstream`):
+#     lopdf drops such objects, poppler reads them.
+def endstream_same_line():
+    content = zlib.compress(b"BT /F1 12 Tf 72 720 Td (Typesetting ancient Greek) Tj ET", 9)
+    page = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content) + content + b" endstream"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        page,
+        HELV,
+    ]
+    write("endstream-same-line", objs, "Typesetting ancient Greek")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -594,4 +613,5 @@ vertical()
 tex_accents()
 truetype_cmap_aliases()
 space_backed_out()
+endstream_same_line()
 print("wrote", OUT)

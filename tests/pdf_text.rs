@@ -136,7 +136,7 @@ fn every_failure_mode_file_reads_like_its_known_text() {
         }
     }
     assert!(
-        names.len() >= 15,
+        names.len() >= 16,
         "modes corpus missing: {} files",
         names.len()
     );

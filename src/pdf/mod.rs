@@ -168,6 +168,35 @@ pub fn looks_like_pdf(bytes: &[u8]) -> bool {
     head.windows(5).any(|w| w == b"%PDF-")
 }
 
+/// The bytes with every `endstream` keyword that follows a stream's data on the same line
+/// (`…data endstream`, as VTeX writes it) moved to a line of its own, by turning the space
+/// before it into a line feed: lopdf's parser wants an end-of-line there and drops the whole
+/// object otherwise (issue 15: a VTeX document lost every page's content and answered 422;
+/// poppler reads it). One byte for one, so the cross-reference offsets still hold. None when
+/// nothing needs repair (no copy).
+pub fn repair_stream_ends(bytes: &[u8]) -> Option<Vec<u8>> {
+    const KEY: &[u8] = b"endstream";
+    let needs =
+        |b: &[u8], i: usize| i >= 2 && b[i - 1] == b' ' && !matches!(b[i - 2], b'\n' | b'\r');
+    let mut at = Vec::new();
+    let mut i = 0;
+    while let Some(k) = bytes[i..].windows(KEY.len()).position(|w| w == KEY) {
+        let pos = i + k;
+        if needs(bytes, pos) {
+            at.push(pos - 1);
+        }
+        i = pos + KEY.len();
+    }
+    if at.is_empty() {
+        return None;
+    }
+    let mut out = bytes.to_vec();
+    for p in at {
+        out[p] = b'\n';
+    }
+    Some(out)
+}
+
 /// Reads text per page and metadata.
 pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
     let started = Instant::now();
@@ -175,6 +204,8 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
     if !looks_like_pdf(bytes) {
         return Err(PdfError::NotPdf);
     }
+    let repaired = repair_stream_ends(bytes);
+    let bytes = repaired.as_deref().unwrap_or(bytes);
     let load = lopdf::LoadOptions {
         max_decompressed_size: Some(opts.max_stream_bytes),
         ..Default::default()
@@ -306,4 +337,22 @@ fn short(s: &str) -> String {
         s = "unreadable".into();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repair_stream_ends;
+
+    #[test]
+    fn an_endstream_on_the_data_line_gets_a_line_of_its_own() {
+        let b = b"1 0 obj<</Length 2>>stream\nBT endstream\nendobj\n2 0 obj<</Length 2>>stream\nET\nendstream";
+        let fixed = repair_stream_ends(b).expect("one to repair");
+        assert_eq!(fixed.len(), b.len());
+        assert!(fixed.windows(13).any(|w| w == b"BT\nendstream\n"));
+        assert!(fixed.windows(12).any(|w| w == b"ET\nendstream"));
+        assert_eq!(
+            repair_stream_ends(b"stream\nET\nendstream\r\n endstream"),
+            None
+        );
+    }
 }
