@@ -3,6 +3,7 @@
 //! between two requests, even on a kept-alive connection. Every response is counted here by
 //! route label, method and status, and 402s by kind.
 
+use futures_util::future::Either;
 use http::{Method, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -59,11 +60,16 @@ pub async fn run(
                 let route = served.label(req.uri().path());
                 let method = req.method().clone();
                 let paid = req.headers().contains_key("payment-signature");
+                if let Some(reply) = served.unpaid_answer(&req) {
+                    return Either::Left(std::future::ready(Ok(ready_402(
+                        &served, route, &method, paid, reply,
+                    ))));
+                }
                 let svc = hyper_util::service::TowerToHyperService::new(warp::service(
                     served.filter.clone(),
                 ));
                 let fut = hyper::service::Service::call(&svc, req);
-                async move {
+                Either::Right(async move {
                     let resp = fut.await;
                     if let Ok(r) = &resp {
                         count(
@@ -75,7 +81,7 @@ pub async fn run(
                         );
                     }
                     resp
-                }
+                })
             });
         let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
@@ -86,6 +92,35 @@ pub async fn run(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// The response of a ready-made unpaid 402, counted and logged as every request is.
+fn ready_402(
+    served: &crate::ops::reload::Served,
+    route: Option<Arc<str>>,
+    method: &Method,
+    paid: bool,
+    reply: crate::pipeline::Reply,
+) -> warp::reply::Response {
+    let id = crate::pipeline::exchange::new_request_id();
+    let status = reply.status;
+    let body = if *method == Method::HEAD {
+        bytes::Bytes::new()
+    } else {
+        reply.body
+    };
+    count(&served.app.metrics, route.as_deref(), method, status, paid);
+    tracing::info!(
+        request_id = %id,
+        method = %method,
+        route = route.as_deref().unwrap_or(OTHER),
+        status = status.as_u16(),
+        demo = false,
+        charged = false,
+        elapsed_ms = 0,
+        "request"
+    );
+    crate::server::respond::ready_response(status, reply.headers, body, &id)
 }
 
 fn count(
