@@ -80,6 +80,9 @@ pub struct Served {
     pub filter: BoxedFilter<(warp::reply::Response,)>,
     /// Paths counted under their own label: routes, discovery, demo twins.
     pub labels: HashSet<Arc<str>>,
+    /// Paid routes by path (index in `app.routes`): their unpaid 402 is answered before the
+    /// filter tree (`server::unpaid_answer`).
+    paid: std::collections::HashMap<Box<str>, usize>,
 }
 
 impl Served {
@@ -101,11 +104,28 @@ impl Served {
         for r in crate::server::demo::demo_routes(&app) {
             labels.insert(Arc::from(format!("/api/demo/{}", r.spec.name).as_str()));
         }
+        let paid = app
+            .routes
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.spec.is_paid())
+            .map(|(i, r)| (Box::from(r.spec.path.as_str()), i))
+            .collect();
         Served {
             filter: server::filter(app.clone()),
             app,
             labels,
+            paid,
         }
+    }
+
+    /// The ready-made answer to an unpaid request on a paid route (see `server::unpaid_answer`).
+    pub fn unpaid_answer(
+        &self,
+        req: &http::Request<hyper::body::Incoming>,
+    ) -> Option<crate::pipeline::Reply> {
+        let index = *self.paid.get(req.uri().path())?;
+        server::unpaid_answer(&self.app, index, req.method(), req.headers())
     }
 
     /// The bounded route label of a request path.

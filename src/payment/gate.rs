@@ -10,13 +10,13 @@
 //! and the facilitator's verify → continue or 402; facilitator unreachable / timing out → 502 /
 //! 504 with no work done. docs/ledger.md has the rules. Parameters: none.
 
+use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use super::identifier;
 use super::ledger::{
@@ -95,10 +95,25 @@ struct Gate {
     readiness: Option<Arc<super::readiness::Readiness>>,
     /// Unix ms of the last background /supported refresh we started.
     last_refresh: AtomicU64,
-    /// Rendered plain challenges by (method, message, Solana feePayer).
-    rendered: RwLock<HashMap<String, Reply>>,
+    /// The unpaid 402s, ready-made (see `Unpaid`).
+    unpaid: ArcSwap<Unpaid>,
     /// The plain challenge as a page, for a person in a browser.
     page: super::challenge_page::ChallengePage,
+}
+
+/// The route's complete unpaid 402s — status, headers (the common ones the server adds
+/// included) and body bytes — per method, for one state of the offers: the facilitator's
+/// `/supported` (Solana's feePayer) and the networks startup left out, by their generations.
+/// Rendered when the gate is built (startup, reload) and again only when one of those changes,
+/// so an unpaid request (the path every agent and auditor hits first) does no JSON or base64
+/// work: two atomic loads and a clone of shared bytes.
+struct Unpaid {
+    /// (facilitator /supported generation, readiness generation) rendered from.
+    stamp: (u64, u64),
+    /// The Solana offer is out because the facilitator named no feePayer yet.
+    missing_fee_payer: bool,
+    /// Per method: the plain 402, and the one for a request that sent a v1 X-PAYMENT.
+    by_method: Vec<(Method, Reply, Reply)>,
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -129,7 +144,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             )
         })
         .collect();
-    Ok(Arc::new(Gate {
+    let mut gate = Gate {
         resource: resource_info(config, route),
         options,
         extensions,
@@ -139,10 +154,21 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         trusted_proxies: config.service.trusted_proxies.clone(),
         readiness: ctx.services.get::<super::readiness::Readiness>(),
         last_refresh: AtomicU64::new(0),
-        rendered: RwLock::new(HashMap::new()),
         page: super::challenge_page::ChallengePage::for_route(config, route),
-    }))
+        unpaid: ArcSwap::from_pointee(Unpaid {
+            stamp: (u64::MAX, u64::MAX),
+            missing_fee_payer: false,
+            by_method: Vec::new(),
+        }),
+    };
+    gate.unpaid = ArcSwap::from_pointee(gate.render_unpaid(gate.offer_stamp()));
+    Ok(Arc::new(gate))
 }
+
+const MSG_PAY: &str =
+    "pay with x402 v2: sign one of `accepts` and repeat the request with PAYMENT-SIGNATURE";
+const MSG_V1: &str =
+    "this service speaks x402 v2: send the payment in PAYMENT-SIGNATURE, not X-PAYMENT";
 
 /// `resource` of the route's challenges: canonical base_url + path, no query (docs/decisions.md#challenge).
 pub fn resource_info(config: &Config, route: &RouteSpec) -> ResourceInfo {
@@ -243,8 +269,18 @@ fn int_if_whole(n: serde_json::Number) -> serde_json::Number {
 }
 
 impl Gate {
-    /// The offers of this moment: Solana only when the facilitator names its feePayer.
+    /// The offers of this moment (Solana only when the facilitator names its feePayer); a
+    /// background /supported refresh is started when that is missing.
     fn offers(&self) -> Vec<Requirement> {
+        let (offers, missing_fee_payer) = self.offers_now();
+        if missing_fee_payer {
+            self.refresh_supported_soon();
+        }
+        offers
+    }
+
+    /// The offers of this moment, and whether a Solana offer is out for want of a feePayer.
+    fn offers_now(&self) -> (Vec<Requirement>, bool) {
         let mut out = Vec::with_capacity(self.options.len());
         let mut missing_fee_payer = false;
         for (opt, req) in &self.options {
@@ -268,10 +304,7 @@ impl Gate {
                 out.push(req.clone());
             }
         }
-        if missing_fee_payer {
-            self.refresh_supported_soon();
-        }
-        out
+        (out, missing_fee_payer)
     }
 
     /// Starts a background /supported refresh at most every 5 s, so the 402 path never waits
@@ -292,7 +325,7 @@ impl Gate {
         {
             let fac = self.facilitator.clone();
             tokio::spawn(async move {
-                if let Err(e) = fac.supported().await {
+                if let Err(e) = fac.refresh_supported().await {
                     tracing::warn!(error = %e, "facilitator /supported failed; the Solana offer stays out of challenges");
                 } else {
                     tracing::warn!(
@@ -320,33 +353,67 @@ impl Gate {
         message: &str,
     ) -> Reply {
         let offers = self.offers();
-        // The plain challenge is the hot path (every unpaid probe): render it once per method
-        // and set of offers, then serve clones (the body is shared `Bytes`).
-        let key = format!(
-            "{method}|{}|{error}|{message}|{}",
-            sold.map(|s| s.url.as_str()).unwrap_or(""),
-            offers
-                .iter()
-                .filter_map(|o| o.extra.get("feePayer").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let plain = error == "Payment required";
-        if plain {
-            if let Some(r) = self.rendered.read().ok().and_then(|m| m.get(&key).cloned()) {
-                return r;
-            }
+        self.render_challenge(sold, method, error, message, &offers)
+    }
+
+    /// What the offers of this moment were rendered from.
+    fn offer_stamp(&self) -> (u64, u64) {
+        (
+            self.facilitator.supported_generation(),
+            self.readiness.as_ref().map_or(0, |r| r.generation()),
+        )
+    }
+
+    /// Renders every method's unpaid 402 for the offers of this moment.
+    fn render_unpaid(&self, stamp: (u64, u64)) -> Unpaid {
+        let (offers, missing_fee_payer) = self.offers_now();
+        let ready = |method: &Method, message: &str| {
+            let mut r = self.render_challenge(None, method, "Payment required", message, &offers);
+            crate::server::respond::common_headers(r.status, &mut r.headers);
+            r
+        };
+        let by_method = self
+            .extensions
+            .iter()
+            .map(|(m, _)| (m.clone(), ready(m, MSG_PAY), ready(m, MSG_V1)))
+            .collect();
+        Unpaid {
+            stamp,
+            missing_fee_payer,
+            by_method,
         }
-        let reply = self.render_challenge(sold, method, error, message, &offers);
-        if plain {
-            if let Ok(mut m) = self.rendered.write() {
-                if m.len() > 64 {
-                    m.clear();
+    }
+
+    /// The ready-made unpaid 402 for `method` (a HEAD or OPTIONS probe gets the first
+    /// method's), rendered again first when the offers changed since.
+    fn unpaid_reply(&self, method: &Method, v1_header: bool) -> Reply {
+        let stamp = self.offer_stamp();
+        let mut unpaid = self.unpaid.load_full();
+        if unpaid.stamp != stamp {
+            unpaid = Arc::new(self.render_unpaid(stamp));
+            self.unpaid.store(unpaid.clone());
+        }
+        if unpaid.missing_fee_payer {
+            self.refresh_supported_soon();
+        }
+        let found = unpaid
+            .by_method
+            .iter()
+            .find(|(m, _, _)| m == method)
+            .or_else(|| unpaid.by_method.first());
+        match found {
+            Some((_, plain, v1)) => {
+                if v1_header {
+                    v1.clone()
+                } else {
+                    plain.clone()
                 }
-                m.insert(key, reply.clone());
+            }
+            None => {
+                let msg = if v1_header { MSG_V1 } else { MSG_PAY };
+                self.challenge(None, method, "Payment required", msg)
             }
         }
-        reply
     }
 
     fn render_challenge(
@@ -379,6 +446,20 @@ impl Gate {
 
 #[async_trait]
 impl Stage for Gate {
+    /// The server's fast path for a request without PAYMENT-SIGNATURE: the ready-made 402.
+    /// A browser (Accept: text/html) is left to `run`.
+    fn unpaid_answer(&self, method: &Method, headers: &http::HeaderMap) -> Option<Reply> {
+        if headers.contains_key(HEADER_SIGNATURE)
+            && !matches!(*method, Method::OPTIONS | Method::HEAD)
+        {
+            return None;
+        }
+        if accepts_html(headers) {
+            return None;
+        }
+        Some(self.unpaid_reply(method, headers.contains_key("x-payment")))
+    }
+
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let header = ex
             .headers
@@ -389,18 +470,17 @@ impl Stage for Gate {
         let sold = ex.slots.get::<SoldAs>().cloned();
         let sold = sold.as_ref();
         let Some(header) = header.filter(|_| !probe) else {
-            let msg = if ex.headers.contains_key("x-payment") {
-                "this service speaks x402 v2: send the payment in PAYMENT-SIGNATURE, not X-PAYMENT"
-            } else {
-                "pay with x402 v2: sign one of `accepts` and repeat the request with PAYMENT-SIGNATURE"
-            };
-            let reply = self.challenge(sold, &ex.method, "Payment required", msg);
-            // A browser (HTML preferred) gets the same 402 as a page; MCP tool calls never.
-            let browser = sold.is_none() && super::challenge_page::wants_html(&ex.headers);
-            ex.reply = Some(if browser {
-                self.page.reply(&reply)
-            } else {
-                reply
+            let v1_header = ex.headers.contains_key("x-payment");
+            ex.reply = Some(match sold {
+                // A browser (HTML preferred) gets the same 402 as a page; MCP tool calls never.
+                None if super::challenge_page::wants_html(&ex.headers) => {
+                    self.page.reply(&self.unpaid_reply(&ex.method, v1_header))
+                }
+                None => self.unpaid_reply(&ex.method, v1_header),
+                Some(_) => {
+                    let msg = if v1_header { MSG_V1 } else { MSG_PAY };
+                    self.challenge(sold, &ex.method, "Payment required", msg)
+                }
             });
             return Flow::Reply;
         };
@@ -650,6 +730,16 @@ impl Stage for Gate {
             }
         }
     }
+}
+
+/// Whether the request names text/html in Accept (a browser): such a request is not answered
+/// from the ready-made 402s.
+fn accepts_html(headers: &http::HeaderMap) -> bool {
+    headers.get_all(http::header::ACCEPT).iter().any(|v| {
+        v.as_bytes()
+            .windows(9)
+            .any(|w| w.eq_ignore_ascii_case(b"text/html"))
+    })
 }
 
 /// Put in an exchange's slots when the route is sold through another door than its URL (an MCP
@@ -964,6 +1054,22 @@ mod tests {
             decide_takeover(&row(State::Pending, 2, true), "other", 3),
             Refuse(StatusCode::CONFLICT, "payment_in_flight", _)
         ));
+    }
+
+    #[test]
+    fn browsers_are_told_apart_by_accept() {
+        let mut h = http::HeaderMap::new();
+        assert!(!accepts_html(&h));
+        h.append("accept", "application/json".parse().unwrap());
+        assert!(!accepts_html(&h));
+        h.append(
+            "accept",
+            "Text/HTML,application/xhtml+xml;q=0.9".parse().unwrap(),
+        );
+        assert!(accepts_html(&h));
+        let mut h = http::HeaderMap::new();
+        h.insert("accept", "*/*".parse().unwrap());
+        assert!(!accepts_html(&h));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 
 use serde_json::{json, Value};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -60,6 +61,8 @@ impl NetworkCheck {
 pub struct Readiness {
     checks: RwLock<Vec<NetworkCheck>>,
     left_out: RwLock<HashSet<String>>,
+    /// Bumped by every `record`: the gate renders its ready-made 402s again.
+    generation: AtomicU64,
 }
 
 impl Readiness {
@@ -79,6 +82,12 @@ impl Readiness {
         if let Ok(mut c) = self.checks.write() {
             *c = checks;
         }
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Changes whenever the checks are recorded again (one atomic load).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     pub fn is_left_out(&self, network: &str) -> bool {

@@ -41,6 +41,13 @@ pub trait Stage: Send + Sync {
     fn check_input(&self, _input: &serde_json::Map<String, Value>) -> Result<(), Reply> {
         Ok(())
     }
+
+    /// A gate's ready-made answer to a request that carries no payment (a paid route's 402), or
+    /// None to run the chain. Asked before the body is read or the input validated, so it may
+    /// depend on the method and headers only; it must give what `run` would.
+    fn unpaid_answer(&self, _method: &http::Method, _headers: &http::HeaderMap) -> Option<Reply> {
+        None
+    }
 }
 
 /// One outcome a stage documents for billing: which case, the reply status it gives, in words.
@@ -203,6 +210,15 @@ impl Chain {
             }
         }
         out
+    }
+
+    /// The first stage's ready-made answer to an unpaid request (see `Stage::unpaid_answer`).
+    pub fn unpaid_answer(&self, method: &http::Method, headers: &http::HeaderMap) -> Option<Reply> {
+        let first = self.links.first()?;
+        if first.phase != Phase::Gate {
+            return None;
+        }
+        first.stage.unpaid_answer(method, headers)
     }
 
     /// Walks the exchange through the chain. Always leaves `ex.reply` set.

@@ -4,6 +4,7 @@
 //! route label, method and status, and 402s by kind, and logged here once (`RequestLog`): paid
 //! routes, demo twins (cached or not, 429s included), discovery, /status and 404s alike.
 
+use futures_util::future::Either;
 use http::{Method, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -61,11 +62,16 @@ pub async fn run(
                 let method = req.method().clone();
                 let paid = req.headers().contains_key("payment-signature");
                 let mut log = RequestLog::start(&method, route.as_deref(), req.uri().path());
+                if let Some(reply) = served.unpaid_answer(&req) {
+                    let resp = ready_402(&served, route, &method, paid, reply);
+                    log.finish(&resp);
+                    return Either::Left(std::future::ready(Ok(resp)));
+                }
                 let svc = hyper_util::service::TowerToHyperService::new(warp::service(
                     served.filter.clone(),
                 ));
                 let fut = hyper::service::Service::call(&svc, req);
-                async move {
+                Either::Right(async move {
                     let resp = fut.await;
                     if let Ok(r) = &resp {
                         count(
@@ -78,7 +84,7 @@ pub async fn run(
                         log.finish(r);
                     }
                     resp
-                }
+                })
             });
         let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
@@ -149,6 +155,26 @@ impl Drop for RequestLog {
             self.write("-", 499, None);
         }
     }
+}
+
+/// The response of a ready-made unpaid 402, counted as every request is.
+fn ready_402(
+    served: &crate::ops::reload::Served,
+    route: Option<Arc<str>>,
+    method: &Method,
+    paid: bool,
+    reply: crate::pipeline::Reply,
+) -> warp::reply::Response {
+    let id = crate::pipeline::exchange::new_request_id();
+    let status = reply.status;
+    let body = if *method == Method::HEAD {
+        bytes::Bytes::new()
+    } else {
+        reply.body
+    };
+    // Logged by the caller's RequestLog, as every request is.
+    count(&served.app.metrics, route.as_deref(), method, status, paid);
+    crate::server::respond::ready_response(status, reply.headers, body, &id)
 }
 
 fn count(

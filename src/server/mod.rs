@@ -290,6 +290,30 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
     tree.or(fallback).unify().boxed()
 }
 
+/// The ready-made answer of route `index` to a request that carries no payment (its gate's
+/// unpaid 402), or None when the request needs the full path: a CORS preflight, a method the
+/// route does not serve, a payment, a browser (see `Stage::unpaid_answer`). Checked before the
+/// body is read; `handle_route` gives the same answer to the same request.
+pub fn unpaid_answer(
+    app: &App,
+    index: usize,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Option<Reply> {
+    let entry = app.routes.get(index)?;
+    // A route that cannot work answers 503 before any challenge (`handle_route`), never a 402.
+    if !entry.spec.is_paid() || availability::check(app, entry).is_err() {
+        return None;
+    }
+    let preflight =
+        *method == Method::OPTIONS && headers.contains_key("access-control-request-method");
+    let probe = matches!(*method, Method::OPTIONS | Method::HEAD);
+    if preflight || !probe && !entry.spec.methods.contains(method) {
+        return None;
+    }
+    entry.chain.unpaid_answer(method, headers)
+}
+
 /// One request on a paid or free route: method check, CORS, input, the chain, headers.
 pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::reply::Response {
     let entry = &app.routes[index];

@@ -36,14 +36,19 @@ pub fn to_response(reply: Reply, request_id: &str) -> Response {
         mut headers,
         body,
     } = reply;
+    common_headers(status, &mut headers);
+    ready_response(status, headers, body, request_id)
+}
+
+/// The headers every answer carries (CORS, no-store on 402s and client errors), added to a
+/// reply's own: done once for a ready-made answer (the gate's unpaid 402), per request for the
+/// others.
+pub fn common_headers(status: StatusCode, headers: &mut http::HeaderMap) {
     headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
     headers.insert(
         "access-control-expose-headers",
         HeaderValue::from_static(EXPOSE_HEADERS),
     );
-    if let Ok(v) = HeaderValue::from_str(request_id) {
-        headers.insert("x-request-id", v);
-    }
     if status == StatusCode::PAYMENT_REQUIRED
         || !headers.contains_key(http::header::CACHE_CONTROL) && status.is_client_error()
     {
@@ -51,6 +56,19 @@ pub fn to_response(reply: Reply, request_id: &str) -> Response {
             http::header::CACHE_CONTROL,
             HeaderValue::from_static("no-store"),
         );
+    }
+}
+
+/// The response of a reply whose common headers are already in `headers`: only the request id
+/// is added.
+pub fn ready_response(
+    status: StatusCode,
+    mut headers: http::HeaderMap,
+    body: bytes::Bytes,
+    request_id: &str,
+) -> Response {
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        headers.insert("x-request-id", v);
     }
     let mut resp = Response::new(body.into());
     *resp.status_mut() = status;

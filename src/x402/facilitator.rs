@@ -322,6 +322,9 @@ struct SupportedCache {
 }
 
 /// Client for one facilitator. Share it behind an `Arc`.
+/// How old the cached `/supported` must be before `refresh_supported` asks again.
+const FORCED_REFRESH_MIN_AGE: Duration = Duration::from_secs(5);
+
 pub struct FacilitatorClient {
     /// Pooled connections, dropped after the idle timeout (verify, supported).
     http: reqwest::Client,
@@ -338,6 +341,9 @@ pub struct FacilitatorClient {
     refresh: tokio::sync::Mutex<()>,
     /// network → fee payer handed out so far (kept stable, see [`Self::fee_payer`]).
     fee_payers: Mutex<HashMap<String, String>>,
+    /// Bumped each time a `/supported` answer replaces the cached one: what was rendered from
+    /// it (the gate's ready-made 402s) is rendered again.
+    supported_generation: std::sync::atomic::AtomicU64,
     /// Told of every exchange: endpoint, latency, error code when no answer (metrics).
     observer: std::sync::OnceLock<Observer>,
 }
@@ -411,6 +417,7 @@ impl FacilitatorClient {
             cache: Mutex::new(SupportedCache::default()),
             refresh: tokio::sync::Mutex::new(()),
             fee_payers: Mutex::new(HashMap::new()),
+            supported_generation: std::sync::atomic::AtomicU64::new(0),
             observer: std::sync::OnceLock::new(),
         })
     }
@@ -521,12 +528,39 @@ impl FacilitatorClient {
         if let Some(s) = self.fresh_supported() {
             return Ok(s);
         }
+        self.fetch_and_cache().await
+    }
+
+    /// Asks `/supported` again even when the cached answer is still fresh, unless it is less
+    /// than 5 s old (the gates ask while an offer waits for something the facilitator has not
+    /// named yet, such as Solana's feePayer; every paid route's gate may ask at once).
+    pub async fn refresh_supported(&self) -> Result<Arc<Supported>, FacilitatorError> {
+        let _one_at_a_time = self.refresh.lock().await;
+        {
+            let cache = lock(&self.cache);
+            let recent = cache.fresh_until.is_some_and(|until| {
+                until
+                    .checked_duration_since(Instant::now())
+                    .unwrap_or_default()
+                    + FORCED_REFRESH_MIN_AGE
+                    > self.supported_ttl
+            });
+            if let (true, Some(s)) = (recent, &cache.current) {
+                return Ok(s.clone());
+            }
+        }
+        self.fetch_and_cache().await
+    }
+
+    async fn fetch_and_cache(&self) -> Result<Arc<Supported>, FacilitatorError> {
         match self.fetch_supported().await {
             Ok(s) => {
                 let s = Arc::new(s);
                 let mut cache = lock(&self.cache);
                 cache.current = Some(s.clone());
                 cache.fresh_until = Some(Instant::now() + self.supported_ttl);
+                self.supported_generation
+                    .fetch_add(1, std::sync::atomic::Ordering::Release);
                 Ok(s)
             }
             Err(e) => {
@@ -570,6 +604,12 @@ impl FacilitatorClient {
             }
         }
         pick
+    }
+
+    /// Changes whenever a new `/supported` answer is cached (one atomic load).
+    pub fn supported_generation(&self) -> u64 {
+        self.supported_generation
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn fresh_supported(&self) -> Option<Arc<Supported>> {
