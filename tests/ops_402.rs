@@ -88,8 +88,8 @@ async fn the_ready_made_402_is_the_chains_and_follows_the_facilitators_fee_payer
     let (_dir, server) = serve_yaml(&routes_yaml(&fac), &[("paid", PAID)]).await;
     let url = server.url("/api/paid?anything=at-all");
 
-    // No feePayer yet: Base only. The fast path and the chain (a browser's Accept sends the
-    // request down the chain) give the same challenge.
+    // No feePayer yet: Base only. The fast path and the chain (an Accept naming text/html sends
+    // the request down the chain) give the same challenge.
     let (s, header, body) = ask(reqwest::Method::GET, &url, None).await;
     assert_eq!(s, 402);
     assert_eq!(networks(&header), ["eip155:8453"]);
@@ -98,7 +98,14 @@ async fn the_ready_made_402_is_the_chains_and_follows_the_facilitators_fee_payer
         header["resource"]["url"],
         "https://api.paycall.test/api/paid"
     );
-    let (s2, header2, body2) = ask(reqwest::Method::GET, &url, Some("text/html")).await;
+    // (An Accept naming text/html but preferring JSON: the chain answers JSON; a browser's,
+    // preferring HTML, gets the page with this same header, tests/challenge_page.rs.)
+    let (s2, header2, body2) = ask(
+        reqwest::Method::GET,
+        &url,
+        Some("application/json, text/html;q=0.5"),
+    )
+    .await;
     assert_eq!((s2, &header2), (402, &header));
     assert_eq!(body2, body);
 
@@ -154,7 +161,12 @@ async fn the_ready_made_402_is_the_chains_and_follows_the_facilitators_fee_payer
         solana["extra"]["feePayer"],
         "FeePayer1111111111111111111111111111111111"
     );
-    let (_, browser, _) = ask(reqwest::Method::GET, &url, Some("text/html")).await;
-    assert_eq!(browser["accepts"][1], solana);
+    let (_, chain, _) = ask(
+        reqwest::Method::GET,
+        &url,
+        Some("application/json, text/html;q=0.5"),
+    )
+    .await;
+    assert_eq!(chain["accepts"][1], solana);
     server.shutdown().await;
 }
