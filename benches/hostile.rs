@@ -454,11 +454,25 @@ fn concurrent(per_route: usize) {
             .local_addr()
             .unwrap()
             .port();
+        // The shipped routes.yaml, but the Solana offer left out: the stub facilitator offers
+        // only Base, and the start-up check must not reach a public Solana RPC.
         let dir = std::env::temp_dir().join(format!("paycall-bench-hostile-{port}"));
         let _ = std::fs::create_dir_all(&dir);
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let routes = std::fs::read_to_string(root.join("routes.yaml"))
+            .unwrap()
+            .replace(
+                "unsupported_network: refuse",
+                "unsupported_network: leave_out",
+            );
+        std::fs::write(dir.join("routes.yaml"), routes).unwrap();
+        for d in ["pipelines", "static"] {
+            let _ = std::os::unix::fs::symlink(root.join(d), dir.join(d));
+        }
         let mut child = Command::new(env!("CARGO_BIN_EXE_paycall"))
-            .args(["--config", "routes.yaml", "serve"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .arg("--config")
+            .arg(dir.join("routes.yaml"))
+            .arg("serve")
             .env("PAYCALL_LISTEN", format!("127.0.0.1:{port}"))
             .env("PAYCALL_ADMIN_LISTEN", "off")
             .env("PAYCALL_BASE_URL", format!("http://127.0.0.1:{port}"))
