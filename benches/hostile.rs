@@ -10,11 +10,20 @@
 //!     cargo bench --bench hostile -- --ratios DIR  # nodes per input byte of real pages (every
 //!                                                 # .html / .html.gz under DIR): the margin
 //!                                                 # of the node budget
+//!     cargo bench --bench hostile -- --concurrent [--per-route 8]
+//!                                                 # the paycall binary with the shipped
+//!                                                 # routes.yaml: 8 hostile documents in flight
+//!                                                 # on each of /api/fetch, /api/extract and
+//!                                                 # /api/pdf at once, paid (stub facilitator);
+//!                                                 # outcomes, wall time and the process's
+//!                                                 # peak RSS (VmHWM) against the 512 MB ceiling
 //!
 //! Peak RSS is the child's `ru_maxrss` (getrusage of the waited child); the process starts at
 //! a few MB, so the figure is what the case itself cost. The document is generated inside the
 //! child, before the clock starts; its own size is part of the RSS.
 
+#[path = "../tests/support/eip3009.rs"]
+mod eip3009;
 #[path = "../tests/support/hostile.rs"]
 mod hostile;
 
@@ -68,6 +77,11 @@ const CASES: &[(&str, &str, bool)] = &[
     ),
     ("page-15MB-lines", "one 15 MB page of distinct lines", false),
     (
+        "blank-3x15MB",
+        "3 pages of 15 MB of no-op operators, no text (own stream each)",
+        false,
+    ),
+    (
         "offers-100000",
         "x402 challenge with 100,000 empty offers: analysis + report",
         false,
@@ -88,6 +102,15 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
         child(&args[i + 1]);
+        return;
+    }
+    if args.iter().any(|a| a == "--concurrent") {
+        let per_route = args
+            .iter()
+            .position(|a| a == "--per-route")
+            .and_then(|i| args.get(i + 1)?.parse().ok())
+            .unwrap_or(8);
+        concurrent(per_route);
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--ratios") {
@@ -221,6 +244,7 @@ fn child(name: &str) {
         "form-31MB-x8" => pdf(&hostile::redrawn_form_pdf(31_000_000, 8, false)),
         "pages-50x31MB" => pdf(&hostile::many_text_pages_pdf(50, 31_000_000)),
         "page-15MB-lines" => pdf(&hostile::many_text_pages_pdf(1, 15_000_000)),
+        "blank-3x15MB" => pdf(&hostile::blank_pages_pdf(3, 15_000_000)),
         "offers-100000" => {
             use base64::Engine;
             let challenge = hostile::many_offers_challenge(100_000);
@@ -340,4 +364,258 @@ fn ratios(dir: &std::path::Path) {
         rows[n - 1].0,
         rows[n - 1].2
     );
+}
+
+/// anvil's second well-known test key (the stub facilitator checks nothing on chain).
+const BENCH_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
+/// A kB field of /proc/PID/status.
+fn status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.split(':').next() == Some(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn serve_on_loopback<F>(routes: F) -> String
+where
+    F: warp::Filter + Clone + Send + Sync + 'static,
+    F::Extract: warp::Reply,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(warp::serve(routes).incoming(listener).run());
+    format!("http://{addr}")
+}
+
+/// 8 (`per_route`) hostile documents in flight on each parsing route of a real paycall.
+fn concurrent(per_route: usize) {
+    use serde_json::{json, Value};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use warp::Filter;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        paycall::x402::ensure_crypto();
+        let settles = Arc::new(AtomicUsize::new(0));
+        let fac = {
+            let settles = settles.clone();
+            let verify = warp::path("verify")
+                .and(warp::body::json())
+                .map(|b: Value| {
+                    let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
+                    warp::reply::json(&json!({"isValid": true, "payer": payer}))
+                });
+            let settle = warp::path("settle")
+                .and(warp::body::json())
+                .map(move |b: Value| {
+                    settles.fetch_add(1, Ordering::Relaxed);
+                    let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
+                    warp::reply::json(&json!({"success": true, "network": "eip155:8453",
+                    "payer": payer, "transaction": format!("0x{}", "ab".repeat(32))}))
+                });
+            let supported = warp::path("supported").map(|| {
+                warp::reply::json(&json!({"kinds": [{"x402Version": 2, "scheme": "exact",
+                    "network": "eip155:8453"}], "extensions": [], "signers": {}}))
+            });
+            serve_on_loopback(
+                warp::post()
+                    .and(verify.or(settle))
+                    .or(warp::get().and(supported)),
+            )
+            .await
+        };
+        let page = bytes::Bytes::from(adoption_agency_page(500, 199_997));
+        let pdf = bytes::Bytes::from(hostile::blank_pages_pdf(3, 15_000_000));
+        let doc = |ct: &'static str, body: bytes::Bytes| {
+            warp::any().map(move || {
+                let mut r = warp::reply::Response::new(body.clone().into());
+                r.headers_mut()
+                    .insert("content-type", warp::http::HeaderValue::from_static(ct));
+                r
+            })
+        };
+        let up = serve_on_loopback(
+            warp::path("adoption.html")
+                .and(doc("text/html", page.clone()))
+                .or(warp::path("blank.pdf").and(doc("application/pdf", pdf))),
+        )
+        .await;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // The shipped routes.yaml, but the Solana offer left out: the stub facilitator offers
+        // only Base, and the start-up check must not reach a public Solana RPC.
+        let dir = std::env::temp_dir().join(format!("paycall-bench-hostile-{port}"));
+        let _ = std::fs::create_dir_all(&dir);
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let routes = std::fs::read_to_string(root.join("routes.yaml"))
+            .unwrap()
+            .replace(
+                "unsupported_network: refuse",
+                "unsupported_network: leave_out",
+            );
+        std::fs::write(dir.join("routes.yaml"), routes).unwrap();
+        for d in ["pipelines", "static"] {
+            let _ = std::os::unix::fs::symlink(root.join(d), dir.join(d));
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_paycall"))
+            .arg("--config")
+            .arg(dir.join("routes.yaml"))
+            .arg("serve")
+            .env("PAYCALL_LISTEN", format!("127.0.0.1:{port}"))
+            .env("PAYCALL_ADMIN_LISTEN", "off")
+            .env("PAYCALL_BASE_URL", format!("http://127.0.0.1:{port}"))
+            .env("PAYCALL_FACILITATOR_URL", &fac)
+            .env(
+                "PAYCALL_EVM_PAY_TO",
+                "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3",
+            )
+            .env(
+                "PAYCALL_SOLANA_PAY_TO",
+                "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
+            )
+            .env("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32")
+            .env(
+                "PAYCALL_LEDGER_URL",
+                format!("sqlite://{}", dir.join("ledger.db").display()),
+            )
+            .env("PAYCALL_UPSTREAM_BASE_RPC", "http://127.0.0.1:9/")
+            .env("PAYCALL_LOG", "error")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start paycall");
+        let pid = child.id();
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(120))
+            .build()
+            .unwrap();
+        let t = Instant::now();
+        while client.get(format!("{base}/status")).send().await.is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "paycall did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        let posted = json!({ "html": String::from_utf8_lossy(&page) }).to_string();
+        let mut calls: Vec<(&str, reqwest::Method, String, Option<String>)> = Vec::new();
+        for i in 0..per_route {
+            let docu = |p: &str| enc(&format!("{up}/{p}?i={i}"));
+            calls.push((
+                "fetch",
+                reqwest::Method::GET,
+                format!("{base}/api/fetch?url={}", docu("adoption.html")),
+                None,
+            ));
+            calls.push(if i % 2 == 0 {
+                (
+                    "extract",
+                    reqwest::Method::GET,
+                    format!("{base}/api/extract?url={}", docu("adoption.html")),
+                    None,
+                )
+            } else {
+                (
+                    "extract-post",
+                    reqwest::Method::POST,
+                    format!("{base}/api/extract"),
+                    Some(posted.clone()),
+                )
+            });
+            calls.push((
+                "pdf",
+                reqwest::Method::GET,
+                format!("{base}/api/pdf?url={}", docu("blank.pdf")),
+                None,
+            ));
+        }
+        let key = eip3009::key(BENCH_KEY);
+        let mut signed = Vec::new();
+        for (n, (_, method, url, body)) in calls.iter().enumerate() {
+            let mut r = client.request(method.clone(), url);
+            if let Some(b) = body {
+                r = r.header("content-type", "application/json").body(b.clone());
+            }
+            let resp = r.send().await.unwrap();
+            let c = eip3009::challenge_of(resp.headers()["payment-required"].to_str().unwrap());
+            signed.push(eip3009::sign(&key, &c, n as u64));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let idle = status_kb(pid, "VmRSS");
+        let t = Instant::now();
+        let jobs: Vec<_> = calls
+            .into_iter()
+            .zip(signed)
+            .map(|((name, method, url, body), sig)| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let mut r = client
+                        .request(method, &url)
+                        .header("PAYMENT-SIGNATURE", sig);
+                    if let Some(b) = body {
+                        r = r.header("content-type", "application/json").body(b);
+                    }
+                    let (status, code) = match r.send().await {
+                        Ok(resp) => {
+                            let s = resp.status().as_u16();
+                            let v: Value =
+                                serde_json::from_slice(&resp.bytes().await.unwrap_or_default())
+                                    .unwrap_or(Value::Null);
+                            (s, v["error"].as_str().unwrap_or("").to_string())
+                        }
+                        Err(_) => (0, "no answer".to_string()),
+                    };
+                    format!("{name} {status} {code}")
+                })
+            })
+            .collect();
+        // Meanwhile, how long /status takes to answer.
+        let mut slowest = Duration::ZERO;
+        while jobs.iter().any(|j| !j.is_finished()) {
+            let s = Instant::now();
+            let _ = client.get(format!("{base}/status")).send().await;
+            slowest = slowest.max(s.elapsed());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut outcomes: std::collections::BTreeMap<String, usize> = Default::default();
+        for j in jobs {
+            *outcomes.entry(j.await.unwrap()).or_default() += 1;
+        }
+        let wall = t.elapsed();
+        let peak = status_kb(pid, "VmHWM");
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        println!(
+            "{} hostile documents in flight ({per_route} per route): {:.1} s, RSS idle {:.1} MB, \
+             peak (VmHWM) {:.1} MB — ceiling 512 MB: {}; slowest /status meanwhile {:.0} ms; \
+             settled {}; outcomes {outcomes:?}",
+            3 * per_route,
+            wall.as_secs_f64(),
+            idle as f64 / 1024.0,
+            peak as f64 / 1024.0,
+            if peak <= 512 * 1024 {
+                "held"
+            } else {
+                "EXCEEDED"
+            },
+            slowest.as_secs_f64() * 1000.0,
+            settles.load(Ordering::Relaxed),
+        );
+    });
 }

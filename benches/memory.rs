@@ -22,12 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 use warp::Filter;
 
-use paycall::audit::address::keccak256;
-use paycall::payment::local_check::{eip3009_digest, Domain, U256};
+#[path = "../tests/support/eip3009.rs"]
+mod eip3009;
+use eip3009::sign;
 
 /// anvil's second well-known test key (the stub facilitator checks nothing on chain).
 const KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
@@ -114,65 +114,6 @@ async fn slow_upstream() -> String {
             Ok::<_, Infallible>("finally, the slow answer")
         });
     serve(slow).await
-}
-
-fn hex(b: &[u8]) -> String {
-    format!(
-        "0x{}",
-        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-    )
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    let h = s.trim_start_matches("0x");
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-/// A correctly signed EIP-3009 payment (PAYMENT-SIGNATURE value) for the challenge's EVM offer.
-fn sign(key: &SigningKey, challenge: &Value, n: u64) -> String {
-    let point = key.verifying_key().to_encoded_point(false);
-    let from = hex(&keccak256(&point.as_bytes()[1..])[12..]);
-    let offer = &challenge["accepts"][0];
-    let addr = |s: &str| -> [u8; 20] { unhex(s).try_into().unwrap() };
-    let valid_before = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 120;
-    let mut nonce = [0u8; 32];
-    nonce[..8].copy_from_slice(&n.to_be_bytes());
-    nonce[8..16].copy_from_slice(&valid_before.to_be_bytes());
-    let chain: u64 = offer["network"].as_str().unwrap()[7..].parse().unwrap();
-    let domain = Domain {
-        name: offer["extra"]["name"].as_str().unwrap(),
-        version: offer["extra"]["version"].as_str(),
-        chain_id: U256::from_u64(chain),
-        verifying_contract: addr(offer["asset"].as_str().unwrap()),
-    };
-    let digest = eip3009_digest(
-        &domain,
-        &addr(&from),
-        &addr(offer["payTo"].as_str().unwrap()),
-        &U256::from_decimal(offer["amount"].as_str().unwrap()).unwrap(),
-        &U256::from_u64(0),
-        &U256::from_u64(valid_before),
-        &nonce,
-    );
-    let (sig, rec) = key.sign_prehash_recoverable(&digest).unwrap();
-    let mut sig = sig.to_bytes().to_vec();
-    sig.push(27 + rec.to_byte());
-    let payment = json!({
-        "x402Version": 2,
-        "resource": challenge["resource"],
-        "accepted": offer,
-        "payload": {"signature": hex(&sig), "authorization": {
-            "from": from, "to": offer["payTo"], "value": offer["amount"], "validAfter": "0",
-            "validBefore": valid_before.to_string(), "nonce": hex(&nonce)}}
-    });
-    base64::engine::general_purpose::STANDARD.encode(payment.to_string())
 }
 
 fn free_port() -> u16 {
@@ -270,7 +211,7 @@ async fn main() {
             .unwrap(),
     )
     .unwrap();
-    let key = SigningKey::from_slice(&unhex(KEY)).unwrap();
+    let key = eip3009::key(KEY);
     let payments: Vec<String> = (0..burst as u64)
         .map(|n| sign(&key, &challenge, n))
         .collect();

@@ -110,6 +110,7 @@ async fn main() {
     let url = serve_page().await;
     let req = ShotRequest {
         url: url.parse().unwrap(),
+        document: None,
         width: 1280,
         height: 800,
         full_page: false,

@@ -53,6 +53,12 @@ impl Format {
 #[derive(Debug, Clone)]
 pub struct ShotRequest {
     pub url: Url,
+    /// A document of this service's own (content type, bytes) rendered in place of fetching
+    /// `url`, which is then only reported: the demo twin's sample page, read from disk. It is
+    /// handed to the browser by our own code as a `data:` URL, so the guarded proxy, which
+    /// refuses the service's own loopback address, is never asked for it; everything the page
+    /// itself requests still goes through the proxy.
+    pub document: Option<(String, bytes::Bytes)>,
     pub width: u32,
     pub height: u32,
     pub full_page: bool,
@@ -368,11 +374,11 @@ async fn render_in_context(
     }
 
     // Navigation under our deadline; an abandoned navigation leaves the session to be closed.
-    let nav = tokio::time::timeout(
-        limits.nav_timeout,
-        s.client.issue_cmd(Navigate(req.url.to_string())),
-    )
-    .await;
+    let target = match &req.document {
+        Some((content_type, body)) => data_url(content_type, body),
+        None => req.url.to_string(),
+    };
+    let nav = tokio::time::timeout(limits.nav_timeout, s.client.issue_cmd(Navigate(target))).await;
     match nav {
         Err(_) => return Err(RenderError::Timeout(limits.nav_timeout)),
         Ok(Err(e)) => return Err(navigation_error(&e.to_string(), limits)),
@@ -409,7 +415,10 @@ async fn render_in_context(
             });
         }
     }
-    let final_url = info["url"].as_str().unwrap_or_default().to_string();
+    let final_url = match req.document {
+        Some(_) => req.url.to_string(),
+        None => info["url"].as_str().unwrap_or_default().to_string(),
+    };
     if final_url.starts_with("chrome-error:") {
         return Err(RenderError::Navigation(
             "the browser could not load the page".into(),
@@ -463,7 +472,11 @@ async fn render_in_context(
         width: req.width,
         height,
         final_url,
-        page_status: info["status"].as_u64().map(|s| s as u16),
+        // Our own document was served whole: a 200 (a data: URL has no HTTP status).
+        page_status: match req.document {
+            Some(_) => Some(200),
+            None => info["status"].as_u64().map(|s| s as u16),
+        },
         title: info["title"].as_str().unwrap_or_default().to_string(),
         fallback,
     })
@@ -493,6 +506,22 @@ async fn capture(
 }
 
 /// Decoded length of standard base64 text.
+/// `document` as a `data:` URL of its own content type.
+pub fn data_url(content_type: &str, document: &[u8]) -> String {
+    use base64::Engine;
+    // A header value may carry anything; the URL's media type must stay one token list.
+    let media: String = content_type
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .filter(|c| !matches!(c, ',' | '#' | '%'))
+        .collect::<String>()
+        .replace(' ', "");
+    format!(
+        "data:{media};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(document)
+    )
+}
+
 pub fn b64_len(b64: &str) -> usize {
     let pad = b64.bytes().rev().take_while(|b| *b == b'=').count();
     (b64.len() / 4) * 3 - pad.min(2)
@@ -516,6 +545,19 @@ fn navigation_error(msg: &str, limits: &RenderLimits) -> RenderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn documents_become_data_urls() {
+        assert_eq!(
+            data_url("text/html; charset=utf-8", b"<p>hi</p>"),
+            "data:text/html;charset=utf-8;base64,PHA+aGk8L3A+"
+        );
+        assert_eq!(
+            data_url("text/html,#%\r\n", b""),
+            "data:text/html;base64,",
+            "nothing that would end the media type"
+        );
+    }
 
     #[test]
     fn base64_lengths() {

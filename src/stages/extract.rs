@@ -16,7 +16,9 @@
 //! - `url_param` (`url`), `html_param` (`html`), `fields_param` (`fields`): input names.
 //! - `max_html_bytes` (200000): a larger `html` is 413 `html_too_large`.
 //! - `budget_ms` (2000): parse + selector time budget per request.
-//! - `max_concurrent` (4): extraction jobs running at once; more wait their turn.
+//! - `max_concurrent` (4), `queue` (16), `queue_wait_ms` (4000): extraction jobs running at
+//!   once on this route, callers allowed to wait for a turn and for how long
+//!   (`super::parse_slots`); past them 503 `parser_busy` with `Retry-After`, not charged.
 //! - `nodes_per_byte` (1), `min_nodes` (4096): the parse's node budget,
 //!   `min_nodes + nodes_per_byte × bytes`, counted as the tree builder makes nodes. A page whose
 //!   tree outgrows it (misnested formatting elements reconstructed in every paragraph: 200 KB
@@ -29,8 +31,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
 
+use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::doc::fields::{self, FieldSpec};
 use crate::doc::page::{self, Page};
 use crate::doc::parse::{Budget, Refused};
@@ -60,6 +62,10 @@ pub const FACTORY: StageFactory = StageFactory {
         ),
         (502, "The page could not be read (extract_failed)"),
         (
+            503,
+            "Every extraction slot of the route is taken and the queue is full or the wait ran out (parser_busy, Retry-After)",
+        ),
+        (
             504,
             "The page could not be parsed within the time budget (parse_timeout)",
         ),
@@ -86,6 +92,10 @@ struct Params {
     nodes_per_byte: usize,
     #[serde(default = "default_min_nodes")]
     min_nodes: usize,
+    #[serde(default = "default_queue")]
+    queue: usize,
+    #[serde(default = "default_queue_wait")]
+    queue_wait_ms: u64,
 }
 
 fn default_url() -> String {
@@ -106,6 +116,12 @@ fn default_budget() -> u64 {
 fn default_concurrent() -> usize {
     4
 }
+fn default_queue() -> usize {
+    16
+}
+fn default_queue_wait() -> u64 {
+    4000
+}
 fn default_nodes_per_byte() -> usize {
     crate::doc::parse::DEFAULT_NODES_PER_BYTE
 }
@@ -115,7 +131,7 @@ fn default_min_nodes() -> usize {
 
 struct Extract {
     p: Params,
-    jobs: Arc<Semaphore>,
+    jobs: ParseSlots,
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -125,16 +141,20 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             return Err(format!("the route has no input parameter `{name}`"));
         }
     }
-    if p.max_html_bytes == 0 || p.budget_ms == 0 || p.max_concurrent == 0 || p.nodes_per_byte == 0 {
-        return Err(
-            "max_html_bytes, budget_ms, max_concurrent and nodes_per_byte must be positive".into(),
-        );
+    if p.max_html_bytes == 0 || p.budget_ms == 0 || p.nodes_per_byte == 0 {
+        return Err("max_html_bytes, budget_ms and nodes_per_byte must be positive".into());
     }
+    let slots = SlotLimits::new(
+        p.max_concurrent,
+        p.queue,
+        p.queue_wait_ms,
+        ["max_concurrent", "queue", "queue_wait_ms"],
+    )?;
     if p.budget_ms > 30_000 {
         return Err("budget_ms above 30000 is not allowed".into());
     }
     Ok(Arc::new(Extract {
-        jobs: Arc::new(Semaphore::new(p.max_concurrent)),
+        jobs: ParseSlots::new(slots),
         p,
     }))
 }
@@ -259,12 +279,12 @@ impl Stage for Extract {
                 )
             }
         };
-        let Ok(permit) = self.jobs.clone().acquire_owned().await else {
-            return ex.fail(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "shutting_down",
-                "the service is shutting down; you were not charged",
-            );
+        let permit = match self.jobs.acquire().await {
+            Ok(p) => p,
+            Err(busy) => {
+                ex.reply = Some(busy_reply(busy, "pages", self.jobs.limits()));
+                return Flow::Reply;
+            }
         };
         let budget = Duration::from_millis(self.p.budget_ms);
         let nodes = Budget {

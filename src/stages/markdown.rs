@@ -15,7 +15,11 @@
 //!   reconstructed over and over, issue 21) is 413 `html_too_complex`. Real pages make
 //!   0.01–0.13 nodes per byte (441 corpus pages, none refused).
 //!
-//! Both refusals are errors (status ≥ 400): not charged.
+//! - `max_concurrent` (4), `queue` (16), `queue_wait_ms` (4000): pages converted at once on
+//!   this route, callers allowed to wait for a turn and for how long (`super::parse_slots`);
+//!   past them 503 `parser_busy` with `Retry-After`.
+//!
+//! Every refusal is an error (status ≥ 400): not charged.
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -24,6 +28,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::doc::fetch_markdown::{check_type, page_text, PageError, PageText};
 use crate::doc::parse::{Budget, Refused};
 use crate::pipeline::artefacts::Fetched;
@@ -46,6 +51,10 @@ pub const FACTORY: StageFactory = StageFactory {
             "The upstream content type is not HTML, text, JSON or markdown",
         ),
         (
+            503,
+            "Every parse slot of the route is taken and the queue is full or the wait ran out (parser_busy, Retry-After)",
+        ),
+        (
             504,
             "The page could not be parsed within the route's time budget (parse_timeout)",
         ),
@@ -66,6 +75,12 @@ struct Params {
     nodes_per_byte: usize,
     #[serde(default = "default_min_nodes")]
     min_nodes: usize,
+    #[serde(default = "default_concurrent")]
+    max_concurrent: usize,
+    #[serde(default = "default_queue")]
+    queue: usize,
+    #[serde(default = "default_queue_wait")]
+    queue_wait_ms: u64,
 }
 
 fn default_max_chars() -> usize {
@@ -83,12 +98,22 @@ fn default_nodes_per_byte() -> usize {
 fn default_min_nodes() -> usize {
     crate::doc::parse::DEFAULT_MIN_NODES
 }
+fn default_concurrent() -> usize {
+    4
+}
+fn default_queue() -> usize {
+    16
+}
+fn default_queue_wait() -> u64 {
+    4000
+}
 
 struct Markdown {
     max_chars: usize,
     budget: Duration,
     min_parse: Duration,
     nodes: Budget,
+    parses: ParseSlots,
 }
 
 fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -96,7 +121,14 @@ fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     if p.budget_ms == 0 || p.nodes_per_byte == 0 {
         return Err("budget_ms and nodes_per_byte must be positive".into());
     }
+    let slots = SlotLimits::new(
+        p.max_concurrent,
+        p.queue,
+        p.queue_wait_ms,
+        ["max_concurrent", "queue", "queue_wait_ms"],
+    )?;
     Ok(Arc::new(Markdown {
+        parses: ParseSlots::new(slots),
         max_chars: p.max_chars.max(1),
         budget: Duration::from_millis(p.budget_ms),
         min_parse: Duration::from_millis(p.min_parse_ms),
@@ -141,11 +173,20 @@ impl Stage for Markdown {
         let final_url = r.final_url.clone();
         let ct = content_type.clone();
         let max = self.max_chars;
+        let slot = match self.parses.acquire().await {
+            Ok(s) => s,
+            Err(busy) => {
+                ex.reply = Some(busy_reply(busy, "pages", self.parses.limits()));
+                return Flow::Reply;
+            }
+        };
         let deadline = (ex.arrived + self.budget).max(Instant::now() + self.min_parse);
         let budget = self.nodes.with_deadline(deadline);
-        let work =
-            tokio::task::spawn_blocking(move || page_text(&ct, &body, &final_url, max, &budget))
-                .await;
+        let work = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            page_text(&ct, &body, &final_url, max, &budget)
+        })
+        .await;
         let page = match work {
             Ok(Ok(page)) => page,
             Ok(Err(PageError::Refused(r))) => {

@@ -8,6 +8,7 @@ pub mod extract;
 pub mod fetch;
 pub mod http_record;
 pub mod markdown;
+pub mod parse_slots;
 pub mod pdf_text;
 pub mod screenshot;
 pub mod search;

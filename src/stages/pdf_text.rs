@@ -2,8 +2,8 @@
 //! `%PDF-` (else 415, not charged); the text layer of the first `pages` pages (at most
 //! `max_chars` characters over all pages) and the metadata come from `crate::pdf`.
 //!
-//! The parse runs on the blocking pool behind a semaphore (`workers` parses at once, default:
-//! the number of cores), so a slow PDF never stalls the async workers; its budget
+//! The parse runs on the blocking pool, at most `max_concurrent` parses at once on this route
+//! (`super::parse_slots`), so a slow PDF never stalls the async workers; its budget
 //! (`parse_budget_ms`) is enforced inside the parse. When it runs out after some text, the
 //! partial text is returned with `truncated: true` (charged); before any text, 504.
 //! Encrypted, corrupt and image-only files are 422 with `pdf_encrypted`, `pdf_corrupt`,
@@ -11,7 +11,9 @@
 //!
 //! Parameters: `pages_param` (default `pages`), `max_pages` (50), `max_chars` (100000, applied
 //! while glyphs are collected), `parse_budget_ms` (10000, checked inside interpretation, layout
-//! and ordering), `workers` (0 = number of cores), `max_content_bytes` (32 MiB: decoded content
+//! and ordering), `max_concurrent` (2; formerly `workers`), `queue` (8), `queue_wait_ms`
+//! (10000): parses at once, callers allowed to wait for a turn and for how long, past them
+//! 503 `parser_busy` with `Retry-After`, not charged; `max_content_bytes` (32 MiB: decoded content
 //! interpreted over the whole document, every page stream and every form draw counted, each
 //! form decoded once). A document whose content budget runs out after some text is returned
 //! `truncated` (`truncatedReason: content_budget`, charged); before any text it is 422
@@ -23,8 +25,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
 
+use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::pdf::{self, PdfError, Truncation};
 use crate::pipeline::artefacts::Fetched;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
@@ -42,6 +44,10 @@ pub const FACTORY: StageFactory = StageFactory {
             422,
             "Encrypted (pdf_encrypted), damaged (pdf_corrupt) or image-only PDF without a text layer (pdf_image_only, pdf_no_text), or content streams over the document's content budget before any text (pdf_too_complex)",
         ),
+        (
+            503,
+            "Every parse slot of the route is taken and the queue is full or the wait ran out (parser_busy, Retry-After)",
+        ),
         (504, "The parse budget ran out before any text was extracted (parse_timeout)"),
     ],
     build,
@@ -58,10 +64,26 @@ struct Params {
     max_chars: usize,
     #[serde(default = "default_budget")]
     parse_budget_ms: u64,
-    #[serde(default)]
-    workers: usize,
+    #[serde(default = "default_concurrent", alias = "workers")]
+    max_concurrent: usize,
+    #[serde(default = "default_queue")]
+    queue: usize,
+    #[serde(default = "default_queue_wait")]
+    queue_wait_ms: u64,
     #[serde(default = "default_max_content")]
     max_content_bytes: usize,
+}
+
+/// Two parses at once: each may hold its 10 MB file and its 32 MiB content budget several
+/// times over (about 100 MB for the worst generated files, docs/pdf.md), whatever the cores.
+fn default_concurrent() -> usize {
+    2
+}
+fn default_queue() -> usize {
+    8
+}
+fn default_queue_wait() -> u64 {
+    10_000
 }
 
 fn default_max_content() -> usize {
@@ -83,7 +105,7 @@ fn default_budget() -> u64 {
 
 struct PdfText {
     p: Params,
-    permits: Arc<Semaphore>,
+    parses: ParseSlots,
 }
 
 fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -93,16 +115,15 @@ fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             "max_pages, max_chars, parse_budget_ms and max_content_bytes must be positive".into(),
         );
     }
-    let workers = if p.workers == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-    } else {
-        p.workers
-    };
+    let slots = SlotLimits::new(
+        p.max_concurrent,
+        p.queue,
+        p.queue_wait_ms,
+        ["max_concurrent", "queue", "queue_wait_ms"],
+    )?;
     Ok(Arc::new(PdfText {
         p,
-        permits: Arc::new(Semaphore::new(workers)),
+        parses: ParseSlots::new(slots),
     }))
 }
 
@@ -150,15 +171,12 @@ impl Stage for PdfText {
             max_content_bytes: self.p.max_content_bytes,
             ..Default::default()
         };
-        // Waiting for a parse slot counts against the same budget.
-        let permit = match tokio::time::timeout(budget, self.permits.clone().acquire_owned()).await
-        {
-            Ok(Ok(p)) => p,
-            _ => return ex.fail(
-                StatusCode::GATEWAY_TIMEOUT,
-                "parse_timeout",
-                "the PDF could not be parsed in time (the service is busy); nothing was charged",
-            ),
+        let permit = match self.parses.acquire().await {
+            Ok(p) => p,
+            Err(busy) => {
+                ex.reply = Some(busy_reply(busy, "PDFs", self.parses.limits()));
+                return Flow::Reply;
+            }
         };
         let work = tokio::task::spawn_blocking(move || {
             let _permit = permit;

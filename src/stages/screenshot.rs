@@ -30,6 +30,7 @@ use std::time::Duration;
 use crate::browser::{
     self, Browsers, Format, Pool, PoolConfig, PoolError, RenderError, RenderLimits, ShotRequest,
 };
+use crate::pipeline::artefacts::Fetched;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
@@ -217,8 +218,21 @@ impl Stage for Screenshot {
             .input_str("format")
             .and_then(Format::parse)
             .unwrap_or(Format::Png);
+        // A demo run's target served by this service itself (`own_file` put it here; it never
+        // does on a paid call): the browser renders that file instead of fetching the URL.
+        let document = ex.slots.take::<Fetched>().map(|f| {
+            let ct = f
+                .response
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("text/html")
+                .to_string();
+            (ct, f.response.body)
+        });
         let req = ShotRequest {
             url,
+            document,
             width: ex.input_i64("width").unwrap_or(1280).clamp(320, 1920) as u32,
             height: ex.input_i64("height").unwrap_or(800).clamp(240, 2000) as u32,
             full_page: ex.input_bool("fullPage").unwrap_or(false),

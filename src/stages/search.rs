@@ -23,7 +23,11 @@
 //! SERPER_API_KEY; read once at startup), `api_key` (a literal key, for generated configs and
 //! tests; prefer the variable), `provider_timeout_ms` (6000), `page_max_bytes` (200000),
 //! `page_timeout_ms` (8000), `page_max_chars` (12000), `max_redirects` (3), `concurrency`
-//! (pages fetched at once per request, 5).
+//! (pages fetched at once per request, 5), `parse_concurrent` (4), `parse_queue` (16),
+//! `parse_queue_wait_ms` (2000): fetched pages converted at once over all of the route's calls,
+//! pages allowed to wait for a turn and for how long (`super::parse_slots`). A page that gets
+//! no turn is reported failed with `parser_busy`, as any other failed page (the call is still
+//! charged when the provider returned results).
 
 use async_trait::async_trait;
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
@@ -34,6 +38,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::parse_slots::{ParseSlots, SlotLimits};
 use crate::doc::fetch_markdown::{check_type, page_text};
 use crate::net::{FetchRequest, GuardedClient, OverCap};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
@@ -85,6 +90,12 @@ struct Params {
     max_redirects: u32,
     #[serde(default = "default_concurrency")]
     concurrency: usize,
+    #[serde(default = "default_parse_concurrent")]
+    parse_concurrent: usize,
+    #[serde(default = "default_parse_queue")]
+    parse_queue: usize,
+    #[serde(default = "default_parse_queue_wait")]
+    parse_queue_wait_ms: u64,
 }
 
 fn default_provider_timeout() -> u64 {
@@ -105,6 +116,15 @@ fn default_redirects() -> u32 {
 fn default_concurrency() -> usize {
     5
 }
+fn default_parse_concurrent() -> usize {
+    4
+}
+fn default_parse_queue() -> usize {
+    16
+}
+fn default_parse_queue_wait() -> u64 {
+    TRANSFORM_MARGIN.as_millis() as u64
+}
 
 struct Search {
     provider: Box<dyn Provider>,
@@ -116,6 +136,8 @@ struct Search {
     page_max_chars: usize,
     max_redirects: u32,
     concurrency: usize,
+    /// Pages converted at once, over all calls of the route.
+    parses: ParseSlots,
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -163,6 +185,12 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         (None, Some(var)) => (std::env::var(var).ok(), var.clone()),
         (None, None) => (None, "api_key_env".to_string()),
     };
+    let parse_slots = SlotLimits::new(
+        p.parse_concurrent,
+        p.parse_queue,
+        p.parse_queue_wait_ms,
+        ["parse_concurrent", "parse_queue", "parse_queue_wait_ms"],
+    )?;
     let provider = provider(&p.provider, base, key, key_source)?;
     Ok(Arc::new(Search {
         provider,
@@ -174,6 +202,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         page_max_chars: p.page_max_chars,
         max_redirects: p.max_redirects,
         concurrency: p.concurrency,
+        parses: ParseSlots::new(parse_slots),
     }))
 }
 
@@ -310,10 +339,18 @@ impl Search {
         let max = self.page_max_chars;
         let body = resp.body.clone();
         let base = resp.final_url.clone();
+        let slot = match self.parses.acquire().await {
+            Ok(s) => s,
+            Err(busy) => {
+                let why = super::parse_slots::busy_message(busy, "pages", self.parses.limits());
+                return with_answer(Page::failed("parser_busy", why));
+            }
+        };
         // The page's tree is bounded like /api/fetch's: nodes per byte, and the transform margin.
         let budget = crate::doc::parse::Budget::default()
             .with_deadline(std::time::Instant::now() + TRANSFORM_MARGIN);
         let converted = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
             page_text(&content_type, &body, &base, max, &budget)
         })
         .await;

@@ -160,3 +160,35 @@ pub fn many_offers_challenge(n: usize) -> String {
 pub const MEMORY_EATER: &str = "<!doctype html><title>eater</title><body>eating<script>\
 const keep = []; function eat() { for (let i = 0; i < 200; i++) { keep.push(new Array(1 << 20).fill(i)); } setTimeout(eat, 0); } eat();\
 </script></body>";
+
+/// `pages` pages, each its own flate stream of `bytes` of no-op operators and no text: every
+/// page must be inflated and interpreted to its end, and nothing is ever found. Past the
+/// document's content budget it is refused (422 pdf_too_complex), before it `pdf_no_text`.
+pub fn blank_pages_pdf(pages: usize, bytes: usize) -> Vec<u8> {
+    let mut content = Vec::with_capacity(bytes + 4);
+    while content.len() < bytes {
+        content.extend_from_slice(b"q Q\n");
+    }
+    let z = stream(&content, true);
+    let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 3 + 2 * i)).collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            kids.join(" ")
+        )
+        .into_bytes(),
+    ];
+    for i in 0..pages {
+        // Each page has its own copy of the stream: nothing is shared or decoded once.
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {} 0 R >>",
+                4 + 2 * i
+            )
+            .into_bytes(),
+        );
+        objects.push(z.clone());
+    }
+    raw_pdf(&objects)
+}
