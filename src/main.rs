@@ -123,6 +123,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logs(cli.log_format);
     let command = cli.command.unwrap_or(Command::Serve);
+    if !matches!(command, Command::Serve) {
+        restore_sigpipe();
+    }
     match command {
         Command::Check { stages } => check(&cli.config, stages),
         Command::Routes => routes(&cli.config),
@@ -147,6 +150,17 @@ fn main() -> ExitCode {
 }
 
 /// A single-threaded runtime for a one-shot command, or the exit code after saying why not.
+/// The one-shot commands print to stdout like any Unix tool, so `paycall routes | head` must end
+/// quietly when the reader goes away. Rust ignores SIGPIPE, which turns that into a panic inside
+/// `println!`; the default action (exit) is what a pipeline expects. The server keeps SIGPIPE
+/// ignored: a client hanging up must never end it.
+fn restore_sigpipe() {
+    // SAFETY: called once at startup, before any thread is spawned; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn current_thread() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -190,6 +204,9 @@ fn check(path: &Path, list_stages: bool) -> ExitCode {
         app.config.pipelines.len(),
         app.config.payment.accepts.len()
     );
+    for why in app.routes.iter().filter_map(|r| r.demo_withdrawn.as_deref()) {
+        eprintln!("paycall: warning: {why}");
+    }
     let networks = check_networks(&app);
     match check_ledger(&app.config.ledger) {
         Ok(line) => println!("{line}"),

@@ -396,3 +396,31 @@ fn routes_needs_no_pay_to_and_aligns_its_columns() {
     }
     assert!(stdout.contains("/api/bazaar-check"), "{stdout}");
 }
+
+/// `paycall routes | head -1`: the reader is gone before paycall writes. Before, `println!`
+/// panicked ("failed printing to stdout: Broken pipe", exit 101); a command-line tool ends quietly
+/// on SIGPIPE instead, like any Unix tool in a pipeline.
+#[test]
+fn routes_into_a_closed_pipe_ends_quietly() {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let mut fds = [0; 2];
+    // SAFETY: a fresh pipe; the read end is closed at once, the write end handed to the child.
+    let write_end = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        std::process::Stdio::from_raw_fd(fds[1])
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_paycall"))
+        .env_clear()
+        .arg("--config")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml"))
+        .arg("routes")
+        .stdout(write_end)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run the paycall binary");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?} {stderr}", out.status);
+}

@@ -297,12 +297,18 @@ async fn forwarded_for_from_a_trusted_proxy_names_the_client() {
 /// The shipped routes.yaml, with nothing reachable: no allowlist, no facilitator, a base_url
 /// that resolves nowhere here. Demos whose input the service serves itself must still work.
 fn shipped_offline() -> paycall::config::Config {
+    shipped_offline_at(None)
+}
+
+/// As `shipped_offline`, with PAYCALL_BASE_URL set to `base` when given.
+fn shipped_offline_at(base: Option<&str>) -> paycall::config::Config {
     let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let env = |k: &str| match k {
         "PAYCALL_EVM_PAY_TO" => Some(EVM_PAY_TO.to_string()),
         "PAYCALL_SOLANA_PAY_TO" => Some("FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".to_string()),
         "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".to_string()),
         "PAYCALL_FACILITATOR_URL" => Some(NO_FACILITATOR.to_string()),
+        "PAYCALL_BASE_URL" => base.map(str::to_string),
         _ => None,
     };
     paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"))
@@ -349,5 +355,49 @@ async fn http_and_fetch_demos_work_on_a_deployment_that_reaches_nothing() {
     )
     .unwrap();
     assert_eq!(page, on_disk);
+    server.shutdown().await;
+}
+
+/// The run command's deployment: the shipped routes.yaml on an `http://` base URL. bazaar-check
+/// audits https origins only, so its demo twin (whose fixed input is this service's origin)
+/// cannot run here: it is withdrawn (404 `demo_unavailable`, naming the fix), not listed, and
+/// llms.txt's "Try" line for the paid route uses the parameter's example instead, which it
+/// accepts. Before, both failed with `https_only` for every caller.
+#[tokio::test]
+async fn a_demo_its_own_route_refuses_here_is_withdrawn_and_the_try_line_uses_the_example() {
+    let server = start(shipped_offline_at(Some("http://127.0.0.1:8402"))).await;
+
+    let (status, _, v) = get_json(&server.url("/api/demo/bazaar-check")).await;
+    assert_eq!(status, 404, "{v}");
+    assert_eq!(v["error"], "demo_unavailable", "{v}");
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("https origins only"), "{message}");
+    assert!(message.contains("PAYCALL_BASE_URL"), "{message}");
+
+    let (status, _, v) = get_json(&server.url("/api/demo/nope")).await;
+    assert_eq!(status, 404);
+    let listed: Vec<&str> = v["demos"].as_array().unwrap().iter().filter_map(|d| d.as_str()).collect();
+    assert!(!listed.contains(&"bazaar-check"), "{listed:?}");
+    assert!(listed.contains(&"pulse"), "{listed:?}");
+
+    let llms = client()
+        .get(server.url("/llms.txt"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let section = llms
+        .split("- [/api/bazaar-check]")
+        .nth(1)
+        .and_then(|s| s.split("\n- [").next())
+        .expect("llms.txt lists /api/bazaar-check");
+    assert!(
+        section.contains("/api/bazaar-check?url=paycall.example.com"),
+        "{section}"
+    );
+    assert!(!section.contains("Free sample"), "{section}");
+    assert!(!llms.contains("/api/demo/bazaar-check"), "{llms}");
     server.shutdown().await;
 }

@@ -83,6 +83,37 @@ pub fn check_demo_input(spec: &RouteSpec) -> Option<ConfigError> {
     })
 }
 
+/// Why a demo twin cannot run on this deployment, when its fixed input passes the route's input
+/// rules but its own chain refuses it here: `{base_url}` made it this service's origin, and that
+/// origin is one the route refuses (bazaar-check audits https origins only; a local run's base URL
+/// is `http://…`). Such a demo is withdrawn at build time (not listed, not offered as a "Try"
+/// input) instead of failing for every caller; `None` when the demo runs.
+pub fn demo_withdrawn(spec: &RouteSpec, chain: &pipeline::Chain, base_url: &str) -> Option<String> {
+    let demo = spec.demo.as_ref()?;
+    let input = pipeline::input::validate_object(spec, &demo.input).ok()?;
+    let reply = chain.check_input(&input).err()?;
+    let why = reply
+        .body_json()
+        .and_then(|v| v["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| "its input is refused".into());
+    let names_base = demo
+        .input
+        .values()
+        .any(|v| v.as_str().is_some_and(|s| s.starts_with(base_url)));
+    let fix = if names_base {
+        format!(
+            " Its fixed input names this service's base URL ({base_url}): set service.base_url \
+             (PAYCALL_BASE_URL) to the origin callers reach it at."
+        )
+    } else {
+        " Change its demo.input in routes.yaml.".to_string()
+    };
+    Some(format!(
+        "the demo twin of {} cannot run on this deployment: {why}.{fix}",
+        spec.path
+    ))
+}
+
 /// A recorded answer of a route's chain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
@@ -294,6 +325,12 @@ pub async fn handle(
         .with_header("retry-after", &wait.to_string());
     }
     let Some(entry) = demo_routes(app).find(|r| r.spec.name == name) else {
+        if let Some(why) = app
+            .route_by_name(name)
+            .and_then(|r| r.demo_withdrawn.as_deref())
+        {
+            return Reply::error(StatusCode::NOT_FOUND, "demo_unavailable", why);
+        }
         let names: Vec<&str> = demo_routes(app).map(|r| r.spec.name.as_str()).collect();
         let mut extra = serde_json::Map::new();
         extra.insert("demos".into(), json!(names));

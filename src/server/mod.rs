@@ -34,6 +34,9 @@ pub struct RouteEntry {
     pub spec: Arc<RouteSpec>,
     pub chain: Arc<Chain>,
     pub priced: Option<Arc<Value>>,
+    /// Why this route's demo twin was withdrawn on this deployment (see
+    /// `demo::demo_withdrawn`); its `spec.demo` is then `None`.
+    pub demo_withdrawn: Option<String>,
 }
 
 /// Everything a request needs, built once.
@@ -131,10 +134,22 @@ pub fn build_app_with(
         match pipeline::build_chain(registry, &ctx) {
             Ok(chain) => {
                 let priced = pipeline::priced_block(&spec, &config.payment.accepts).map(Arc::new);
+                let base = config.service.base_url.as_str().trim_end_matches('/');
+                let demo_withdrawn = demo::demo_withdrawn(&spec, &chain, base);
+                let spec = match &demo_withdrawn {
+                    Some(why) => {
+                        tracing::warn!(route = %spec.path, "{why}");
+                        let mut s = (*spec).clone();
+                        s.demo = None;
+                        Arc::new(s)
+                    }
+                    None => spec,
+                };
                 routes.push(RouteEntry {
                     spec,
                     chain: Arc::new(chain),
                     priced,
+                    demo_withdrawn,
                 })
             }
             Err(mut e) => errors.append(&mut e),
