@@ -3,12 +3,11 @@
 //! and who counts as the client (X-Forwarded-For only from trusted proxies), and that a demo
 //! never reaches the facilitator.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::{json, Value};
-use server_support::*;
 use std::sync::atomic::Ordering;
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo

@@ -2,14 +2,13 @@
 //! from: /.well-known/x402, /openapi.json, /llms.txt and /status (with a local fake facilitator,
 //! with nothing listening, and with one that never answers).
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use paycall::config::{Config, ParamType};
 use serde_json::{json, Value};
-use server_support::*;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo
@@ -595,8 +594,7 @@ async fn status_says_unreachable_when_nothing_listens() {
 #[tokio::test]
 async fn status_gives_up_on_a_silent_facilitator_at_its_deadline() {
     // accepts connections and never answers
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     let hold = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((s, _)) = listener.accept().await {

@@ -1,11 +1,10 @@
 //! /mcp's framing through the real server, no payment stack: what a malformed, foreign or
 //! unsupported request gets, and the free methods. Paid calls are in tests/mcp_pay.rs.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::{json, Value};
-use server_support::*;
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo

@@ -2,13 +2,12 @@
 //! sent back), route, status, whether it was charged and the time it took — paid routes' 402s,
 //! demo twins (first run, cached hit and 429 alike, never charged), /status, discovery and 404s.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::Value;
-use server_support::*;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use support::server::*;
 
 /// Collects the JSON log lines of the whole test binary.
 #[derive(Clone, Default)]
