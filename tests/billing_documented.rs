@@ -180,14 +180,7 @@ async fn each_documented_billing_rule_is_what_the_facilitator_sees() {
     assert_eq!(canary.hits(), 0);
 
     // The service-wide words carry the exception, not "errors are never charged" alone.
-    let llms = support::server::client()
-        .get(paycall.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let llms = support::server::get_text(&paycall.url("/llms.txt")).await;
     assert!(!llms.contains("are never charged.\n"), "{llms}");
     assert!(
         llms.contains("/api/http delivers it in a 200 record, which is charged"),

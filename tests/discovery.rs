@@ -87,10 +87,7 @@ const ROUTES: &str = r#"routes:
     pipeline: ping
 "#;
 
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
 const RENDER: &str = "name: render\nstages:\n  - stage: payment_gate\n  - stage: unready\n    with: { reason: chromium missing }\n  - stage: count\n    with: { counter: discovery-render }\n  - stage: bill\n  - stage: settle\n";
-const PING: &str =
-    "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n";
 
 async fn start_with(facilitator: &str) -> (ConfigDir, Config, TestServer) {
     let yaml = format!("{}{ROUTES}", service_yaml(facilitator, 30, 10, &[]));

@@ -300,14 +300,7 @@ async fn the_demo_twin_reads_the_fixed_sample_page_for_free() {
             .is_object()
     );
     assert!(get["description"].as_str().unwrap().contains("og:title"));
-    let llms = support::server::client()
-        .get(paycall.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let llms = support::server::get_text(&paycall.url("/llms.txt")).await;
     assert!(llms.contains("/api/extract"), "{llms}");
     let try_line = llms
         .lines()

@@ -20,8 +20,6 @@ const ROUTES: &str = r#"routes:
         description: Anything
 "#;
 
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
-
 fn query(n: usize) -> String {
     (0..n)
         .map(|i| format!("k{i}=v"))

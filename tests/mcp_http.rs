@@ -25,10 +25,6 @@ const ROUTES: &str = r#"routes:
     pipeline: ping
 "#;
 
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
-const PING: &str =
-    "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n";
-
 async fn post(
     url: &str,
     body: &str,

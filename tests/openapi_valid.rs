@@ -6,22 +6,12 @@
 mod support;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use paycall::config;
 use paycall::server;
-
-fn venv_python() -> PathBuf {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
-    assert!(
-        py.exists(),
-        "{} is missing: run scripts/setup.sh (it makes tests/.venv with tests/requirements.txt)",
-        py.display()
-    );
-    py
-}
 
 /// Runs the validator on `doc`; the validator's own words on failure.
 fn validate(doc: &Value, what: &str) {
@@ -36,7 +26,7 @@ errors = [f\"{'/'.join(str(p) for p in e.absolute_path)}: {e.message}\" for e in
 print('\\n'.join(errors))\n\
 validate(doc)\n\
 print('valid')\n";
-    let mut child = Command::new(venv_python())
+    let mut child = Command::new(support::clients::venv_python())
         .arg("-c")
         .arg(script)
         .arg(&file)

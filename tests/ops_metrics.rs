@@ -4,10 +4,10 @@
 //! exactly what they should, and nothing else that they should not.
 
 mod support;
+use support::server::scrape;
 use support::shipped;
 use support::{stack, upstream};
 
-use paycall::ops::metrics::parse_exposition;
 use paycall::ops::reload::Live;
 use paycall::server;
 use stack::LocalStack;
@@ -16,16 +16,6 @@ use std::sync::Arc;
 use support::server::{client, enc, send_signed};
 
 type Scrape = BTreeMap<String, f64>;
-
-async fn scrape(admin: &str) -> Scrape {
-    let r = client()
-        .get(format!("{admin}/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    parse_exposition(&r.text().await.unwrap())
-}
 
 /// How much each series moved between two scrapes (series that did not move are left out).
 fn moved(before: &Scrape, after: &Scrape) -> BTreeMap<String, f64> {

@@ -5,7 +5,6 @@
 
 mod support;
 
-use paycall::ops::metrics::parse_exposition;
 use paycall::ops::reload::Live;
 use serde_json::Value;
 use std::sync::Arc;
@@ -39,20 +38,6 @@ async fn amount(base: &str) -> String {
     assert_eq!(r.status().as_u16(), 402);
     let v: Value = json_of(r).await;
     v["accepts"][0]["amount"].as_str().unwrap().to_string()
-}
-
-async fn scrape(admin: &str) -> std::collections::BTreeMap<String, f64> {
-    let r = client()
-        .get(format!("{admin}/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    assert!(r.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/plain; version=0.0.4"));
-    parse_exposition(&r.text().await.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

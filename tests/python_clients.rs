@@ -15,7 +15,7 @@ mod support;
 use support::{clients, market, stack, upstream};
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -25,16 +25,6 @@ use stack::LocalStack;
 /// Bound on one client run: Python start-up with web3 is ~2 s, a paid call a few seconds.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn venv_python() -> PathBuf {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
-    assert!(
-        py.exists(),
-        "{} is missing: run scripts/setup.sh (it makes tests/.venv with tests/requirements.txt)",
-        py.display()
-    );
-    py
-}
-
 /// Runs tests/clients/<script> with the venv's Python, bounded, off the async runtime; its
 /// JSON line, or a panic with what it printed.
 async fn run_client(script: &'static str, args: Vec<String>) -> Value {
@@ -42,7 +32,7 @@ async fn run_client(script: &'static str, args: Vec<String>) -> Value {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/clients")
             .join(script);
-        let mut cmd = Command::new(venv_python());
+        let mut cmd = Command::new(support::clients::venv_python());
         cmd.arg(path)
             .args(&args)
             .env("PYTHONDONTWRITEBYTECODE", "1");

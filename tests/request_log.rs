@@ -44,7 +44,6 @@ const ROUTES: &str = r#"routes:
       ttl_s: 600
       describe: a fixed answer
 "#;
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_is_logged_once_with_its_id_and_demos_are_not_charged() {

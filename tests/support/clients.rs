@@ -241,3 +241,15 @@ where
     assert_eq!(canary.hits(), 0);
     outs
 }
+
+/// tests/.venv's Python (the official Python x402 clients, the OpenAPI validator); a missing
+/// venv fails the test, it never skips.
+pub fn venv_python() -> std::path::PathBuf {
+    let py = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/setup.sh (it makes tests/.venv with tests/requirements.txt)",
+        py.display()
+    );
+    py
+}

@@ -547,3 +547,38 @@ impl LiveServer {
             .unwrap();
     }
 }
+
+/// A paid route's pipeline that answers a fixed body: the payment gate, `{ echoed: true }`,
+/// bill, settle.
+pub const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
+
+/// A free pipeline answering `{ pong: true }`.
+pub const PING: &str =
+    "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n";
+
+/// GET `<admin>/metrics` (200, the Prometheus text format), parsed: series → value.
+pub async fn scrape(admin: &str) -> std::collections::BTreeMap<String, f64> {
+    let r = client()
+        .get(format!("{admin}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    paycall::ops::metrics::parse_exposition(&r.text().await.unwrap())
+}
+
+/// GET → the body as text (any status).
+pub async fn get_text(url: &str) -> String {
+    client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
