@@ -22,10 +22,9 @@
 //! a few MB, so the figure is what the case itself cost. The document is generated inside the
 //! child, before the clock starts; its own size is part of the RSS.
 
-#[path = "../tests/support/eip3009.rs"]
-mod eip3009;
-#[path = "../tests/support/hostile.rs"]
-mod hostile;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{eip3009, hostile};
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -366,32 +365,6 @@ fn ratios(dir: &std::path::Path) {
     );
 }
 
-/// anvil's second well-known test key (the stub facilitator checks nothing on chain).
-const BENCH_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-
-/// A kB field of /proc/PID/status.
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.split(':').next() == Some(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-async fn serve_on_loopback<F>(routes: F) -> String
-where
-    F: warp::Filter + Clone + Send + Sync + 'static,
-    F::Extract: warp::Reply,
-{
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(warp::serve(routes).incoming(listener).run());
-    format!("http://{addr}")
-}
-
 /// 8 (`per_route`) hostile documents in flight on each parsing route of a real paycall.
 fn concurrent(per_route: usize) {
     use serde_json::{json, Value};
@@ -406,33 +379,7 @@ fn concurrent(per_route: usize) {
     rt.block_on(async move {
         paycall::x402::ensure_crypto();
         let settles = Arc::new(AtomicUsize::new(0));
-        let fac = {
-            let settles = settles.clone();
-            let verify = warp::path("verify")
-                .and(warp::body::json())
-                .map(|b: Value| {
-                    let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
-                    warp::reply::json(&json!({"isValid": true, "payer": payer}))
-                });
-            let settle = warp::path("settle")
-                .and(warp::body::json())
-                .map(move |b: Value| {
-                    settles.fetch_add(1, Ordering::Relaxed);
-                    let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
-                    warp::reply::json(&json!({"success": true, "network": "eip155:8453",
-                    "payer": payer, "transaction": format!("0x{}", "ab".repeat(32))}))
-                });
-            let supported = warp::path("supported").map(|| {
-                warp::reply::json(&json!({"kinds": [{"x402Version": 2, "scheme": "exact",
-                    "network": "eip155:8453"}], "extensions": [], "signers": {}}))
-            });
-            serve_on_loopback(
-                warp::post()
-                    .and(verify.or(settle))
-                    .or(warp::get().and(supported)),
-            )
-            .await
-        };
+        let fac = support::bench::facilitator(settles.clone(), false).await;
         let page = bytes::Bytes::from(adoption_agency_page(500, 199_997));
         let pdf = bytes::Bytes::from(hostile::blank_pages_pdf(3, 15_000_000));
         let doc = |ct: &'static str, body: bytes::Bytes| {
@@ -443,17 +390,14 @@ fn concurrent(per_route: usize) {
                 r
             })
         };
-        let up = serve_on_loopback(
+        let up = support::net::serve_forever(
             warp::path("adoption.html")
                 .and(doc("text/html", page.clone()))
                 .or(warp::path("blank.pdf").and(doc("application/pdf", pdf))),
         )
         .await;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let up = format!("http://{up}");
+        let port = support::net::free_port();
         // The shipped routes.yaml, but the Solana offer left out: the stub facilitator offers
         // only Base, and the start-up check must not reach a public Solana RPC.
         let dir = std::env::temp_dir().join(format!("paycall-bench-hostile-{port}"));
@@ -476,22 +420,11 @@ fn concurrent(per_route: usize) {
             .env("PAYCALL_LISTEN", format!("127.0.0.1:{port}"))
             .env("PAYCALL_ADMIN_LISTEN", "off")
             .env("PAYCALL_BASE_URL", format!("http://127.0.0.1:{port}"))
-            .env("PAYCALL_FACILITATOR_URL", &fac)
-            .env(
-                "PAYCALL_EVM_PAY_TO",
-                "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3",
-            )
-            .env(
-                "PAYCALL_SOLANA_PAY_TO",
-                "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
-            )
-            .env("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32")
+            .envs(support::bench::stub_env(&fac))
             .env(
                 "PAYCALL_LEDGER_URL",
                 format!("sqlite://{}", dir.join("ledger.db").display()),
             )
-            .env("PAYCALL_UPSTREAM_BASE_RPC", "http://127.0.0.1:9/")
-            .env("PAYCALL_LOG", "error")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -503,14 +436,7 @@ fn concurrent(per_route: usize) {
             .timeout(Duration::from_secs(120))
             .build()
             .unwrap();
-        let t = Instant::now();
-        while client.get(format!("{base}/status")).send().await.is_err() {
-            assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "paycall did not start"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        support::bench::wait_ready(&client, &base).await;
         let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
         let posted = json!({ "html": String::from_utf8_lossy(&page) }).to_string();
         let mut calls: Vec<(&str, reqwest::Method, String, Option<String>)> = Vec::new();
@@ -544,7 +470,7 @@ fn concurrent(per_route: usize) {
                 None,
             ));
         }
-        let key = eip3009::key(BENCH_KEY);
+        let key = eip3009::key(support::bench::KEY);
         let mut signed = Vec::new();
         for (n, (_, method, url, body)) in calls.iter().enumerate() {
             let mut r = client.request(method.clone(), url);
@@ -556,7 +482,7 @@ fn concurrent(per_route: usize) {
             signed.push(eip3009::sign(&key, &c, n as u64));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let idle = status_kb(pid, "VmRSS");
+        let idle = support::bench::status_field(pid, "VmRSS");
         let t = Instant::now();
         let jobs: Vec<_> = calls
             .into_iter()
@@ -597,7 +523,7 @@ fn concurrent(per_route: usize) {
             *outcomes.entry(j.await.unwrap()).or_default() += 1;
         }
         let wall = t.elapsed();
-        let peak = status_kb(pid, "VmHWM");
+        let peak = support::bench::status_field(pid, "VmHWM");
         let _ = child.kill();
         let _ = child.wait();
         let _ = std::fs::remove_dir_all(&dir);

@@ -5,8 +5,9 @@
 //!
 //!   cargo bench --bench ledger [-- --calls 2000]
 
-#[path = "../tests/support/postgres.rs"]
-mod postgres;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::postgres;
 
 use std::sync::Arc;
 use std::time::Instant;

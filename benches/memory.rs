@@ -14,7 +14,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -22,107 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use serde_json::{json, Value};
-use warp::Filter;
+use serde_json::Value;
 
-#[path = "../tests/support/eip3009.rs"]
-mod eip3009;
-use eip3009::sign;
-
-/// anvil's second well-known test key (the stub facilitator checks nothing on chain).
-const KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const PAY_TO: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
-
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
-fn num(name: &str, default: u64) -> u64 {
-    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// A number field of /proc/PID/status (`VmRSS` in kB, `Threads`).
-fn status_field(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.split(':').next() == Some(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    status_field(pid, "VmRSS")
-}
-
-fn mb(kb: u64) -> f64 {
-    kb as f64 / 1024.0
-}
-
-async fn serve<F>(routes: F) -> String
-where
-    F: Filter + Clone + Send + Sync + 'static,
-    F::Extract: warp::Reply,
-{
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(warp::serve(routes).incoming(listener).run());
-    format!("http://{addr}")
-}
-
-/// Facilitator stub: every payment valid, every settlement a success.
-async fn facilitator(settles: Arc<AtomicUsize>) -> String {
-    let verify = warp::path("verify")
-        .and(warp::body::json())
-        .map(|b: Value| {
-            let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
-            warp::reply::json(&json!({"isValid": true, "payer": payer}))
-        });
-    let settle = warp::path("settle")
-        .and(warp::body::json())
-        .map(move |b: Value| {
-            settles.fetch_add(1, Ordering::Relaxed);
-            let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
-            warp::reply::json(
-                &json!({"success": true, "network": "eip155:8453", "payer": payer,
-                "transaction": format!("0x{}", "ab".repeat(32))}),
-            )
-        });
-    let supported = warp::path("supported").map(|| {
-        warp::reply::json(&json!({"kinds": [{"x402Version": 2, "scheme": "exact", "network": "eip155:8453"}], "extensions": [], "signers": {}}))
-    });
-    serve(
-        warp::post()
-            .and(verify.or(settle))
-            .or(warp::get().and(supported)),
-    )
-    .await
-}
-
-/// Upstream that answers after `?ms=` milliseconds.
-async fn slow_upstream() -> String {
-    let slow = warp::path("slow")
-        .and(warp::query::<BTreeMap<String, u64>>())
-        .and_then(|q: BTreeMap<String, u64>| async move {
-            tokio::time::sleep(Duration::from_millis(q.get("ms").copied().unwrap_or(1000))).await;
-            Ok::<_, Infallible>("finally, the slow answer")
-        });
-    serve(slow).await
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::bench::{arg, facilitator, mb, num, rss_kb, slow_upstream, status_field, KEY};
+use support::eip3009::{self, sign};
+use support::net::free_port;
 
 fn wrk_rps(url: &str, secs: u64) -> Option<f64> {
     let out = Command::new("wrk")
@@ -149,7 +54,7 @@ async fn main() {
     paycall::x402::ensure_crypto();
 
     let settles = Arc::new(AtomicUsize::new(0));
-    let fac = facilitator(settles.clone()).await;
+    let fac = facilitator(settles.clone(), false).await;
     let up = slow_upstream().await;
     let port = free_port();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -157,13 +62,7 @@ async fn main() {
         .args(["--config", "routes.yaml", "serve"])
         .current_dir(root)
         .env("PAYCALL_LISTEN", format!("127.0.0.1:{port}"))
-        .env("PAYCALL_FACILITATOR_URL", &fac)
-        .env("PAYCALL_EVM_PAY_TO", PAY_TO)
-        .env(
-            "PAYCALL_SOLANA_PAY_TO",
-            "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
-        )
-        .env("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32")
+        .envs(support::bench::stub_env(&fac))
         // The shipped default ledger (a SQLite file), in a temp dir; no chain to confirm on.
         .env(
             "PAYCALL_LEDGER_URL",
@@ -174,8 +73,6 @@ async fn main() {
                     .display()
             ),
         )
-        .env("PAYCALL_UPSTREAM_BASE_RPC", "http://127.0.0.1:9/")
-        .env("PAYCALL_LOG", "error")
         .stdout(Stdio::null())
         // wrk's last requests are cut when it stops: paycall logs those as connection errors.
         .stderr(Stdio::null())
@@ -189,14 +86,7 @@ async fn main() {
         .timeout(Duration::from_secs(120))
         .build()
         .unwrap();
-    let started = Instant::now();
-    while client.get(format!("{base}/status")).send().await.is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "paycall did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    support::bench::wait_ready(&client, &base).await;
 
     let target = format!("{up}/slow?ms={work_ms}");
     let url = format!(

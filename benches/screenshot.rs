@@ -9,6 +9,9 @@
 //! context, as a paid call gets. Prints p50/p95 of each. The page is served on 127.0.0.1, the
 //! only address the guard allows here; every request still goes through the guarded proxy.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,8 +47,7 @@ fn report(name: &str, mut ms: Vec<f64>) {
 }
 
 async fn serve_page() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     tokio::spawn(async move {
         while let Ok((mut s, _)) = listener.accept().await {
             tokio::spawn(async move {

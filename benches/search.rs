@@ -10,12 +10,9 @@
 //! converted (p50 / p95 / max, sequential), throughput with 8 concurrent callers, and the time
 //! a search with one hanging page takes (bounded by the page deadline, 1.5 s here, + 2 s).
 
-#[path = "../tests/support/search.rs"]
-mod search_support;
-#[path = "../tests/support/server.rs"]
-mod server_support;
-#[path = "../tests/support/upstream.rs"]
-mod upstream;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::upstream;
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -32,15 +29,15 @@ fn rounds() -> usize {
         .unwrap_or(40)
 }
 
-async fn server(mock: &search_support::MockProvider, caps: Value) -> server_support::TestServer {
+async fn server(mock: &support::search::MockProvider, caps: Value) -> support::server::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let b = mock.base.clone();
     let env = move |k: &str| -> Option<String> {
         match k {
-            "PAYCALL_FACILITATOR_URL" => Some(server_support::NO_FACILITATOR.into()),
+            "PAYCALL_FACILITATOR_URL" => Some(support::server::NO_FACILITATOR.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
             "PAYCALL_UPSTREAM_BRAVE" => Some(b.clone()),
-            other => server_support::test_env(other),
+            other => support::server::test_env(other),
         }
     };
     let mut cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
@@ -52,7 +49,7 @@ async fn server(mock: &search_support::MockProvider, caps: Value) -> server_supp
         .unwrap()
         .stages
         .retain(|s| s.name == "search");
-    server_support::start(cfg).await
+    support::server::start(cfg).await
 }
 
 fn ms(d: Duration) -> f64 {
@@ -95,16 +92,16 @@ fn main() {
 
         let canary = upstream::canary("127.0.0.2").await;
         let up = upstream::start(&canary.url()).await;
-        let mock = search_support::start().await;
+        let mock = support::search::start().await;
         let pages: Vec<String> = (0..5).map(|i| up.url(&format!("/article?{i}"))).collect();
         mock.scenario("bench", &pages);
         let srv = server(
             &mock,
-            json!({"provider": "brave", "api_key": search_support::BRAVE_KEY}),
+            json!({"provider": "brave", "api_key": support::search::BRAVE_KEY}),
         )
         .await;
         let url = srv.url("/api/search?q=bench&n=5");
-        let client = server_support::client();
+        let client = support::server::client();
         // Warm-up (connection pools).
         for _ in 0..3 {
             let r = client.get(&url).send().await.unwrap();
@@ -117,7 +114,7 @@ fn main() {
             let t = Instant::now();
             let r = client.get(&url).send().await.unwrap();
             assert_eq!(r.status().as_u16(), 200);
-            let b = server_support::json_of(r).await;
+            let b = support::server::json_of(r).await;
             assert_eq!(b["fetchedOk"], 5, "{b}");
             times.push(t.elapsed());
         }
@@ -161,11 +158,11 @@ fn main() {
         );
         let srv = server(
             &mock,
-            json!({"provider": "brave", "api_key": search_support::BRAVE_KEY, "page_timeout_ms": 1500}),
+            json!({"provider": "brave", "api_key": support::search::BRAVE_KEY, "page_timeout_ms": 1500}),
         )
         .await;
         let t = Instant::now();
-        let b = server_support::get_json(&srv.url("/api/search?q=hang&n=3"))
+        let b = support::server::get_json(&srv.url("/api/search?q=hang&n=3"))
             .await
             .2;
         println!(

@@ -17,7 +17,7 @@
 //! 20 ms), and `--after-s` (10) seconds after the last phase.
 //!
 //! The facilitator stub, the slow upstream and the EIP-3009 signing are those of
-//! benches/memory.rs.
+//! benches/memory.rs (tests/support/bench.rs, tests/support/eip3009.rs).
 //!
 //! ```text
 //! cargo bench --bench soak -- --bin target/release/paycall [--requests 50000]
@@ -25,7 +25,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,170 +32,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use k256::ecdsa::SigningKey;
-use serde_json::{json, Value};
-use warp::Filter;
+use serde_json::Value;
 
-use paycall::audit::address::keccak256;
-use paycall::payment::local_check::{eip3009_digest, Domain, U256};
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::bench::{arg, facilitator, mb, num, rss_kb, slow_upstream, KEY};
+use support::eip3009;
+use support::net::free_port;
 
-/// anvil's second well-known test key (the stub facilitator checks nothing on chain).
-const KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const PAY_TO: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
-
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
-fn num(name: &str, default: u64) -> u64 {
-    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn mb(kb: u64) -> f64 {
-    kb as f64 / 1024.0
-}
-
-async fn serve<F>(routes: F) -> String
-where
-    F: Filter + Clone + Send + Sync + 'static,
-    F::Extract: warp::Reply,
-{
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(warp::serve(routes).incoming(listener).run());
-    format!("http://{addr}")
-}
-
-/// Facilitator stub: every payment valid, every settlement a success.
-async fn facilitator(settles: Arc<AtomicUsize>) -> String {
-    let verify = warp::path("verify")
-        .and(warp::body::json())
-        .map(|b: Value| {
-            let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
-            warp::reply::json(&json!({"isValid": true, "payer": payer}))
-        });
-    let settle = warp::path("settle")
-        .and(warp::body::json())
-        .map(move |b: Value| {
-            settles.fetch_add(1, Ordering::Relaxed);
-            let payer = b["paymentPayload"]["payload"]["authorization"]["from"].clone();
-            warp::reply::json(
-                &json!({"success": true, "network": "eip155:8453", "payer": payer,
-                "transaction": format!("0x{}", "ab".repeat(32))}),
-            )
-        });
-    let supported = warp::path("supported").map(|| {
-        // Solana listed with a feePayer, so startup's readiness check lets the shipped offer stand
-        // (its RPC is unreachable here: a warning); this bench pays on Base.
-        warp::reply::json(&json!({"kinds": [
-            {"x402Version": 2, "scheme": "exact", "network": "eip155:8453"},
-            {"x402Version": 2, "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
-             "extra": {"feePayer": "FeePayer1111111111111111111111111111111111"}}
-        ], "extensions": [], "signers": {}}))
-    });
-    serve(
-        warp::post()
-            .and(verify.or(settle))
-            .or(warp::get().and(supported)),
-    )
-    .await
-}
-
-/// Upstream that answers after `?ms=` milliseconds.
-async fn slow_upstream() -> String {
-    let slow = warp::path("slow")
-        .and(warp::query::<BTreeMap<String, u64>>())
-        .and_then(|q: BTreeMap<String, u64>| async move {
-            let ms = q.get("ms").copied().unwrap_or(1000);
-            if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-            }
-            Ok::<_, Infallible>("finally, the slow answer")
-        });
-    serve(slow).await
-}
-
-fn hex(b: &[u8]) -> String {
-    format!(
-        "0x{}",
-        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-    )
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    let h = s.trim_start_matches("0x");
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-/// A correctly signed EIP-3009 payment (PAYMENT-SIGNATURE value) for the challenge's EVM offer.
-fn sign(key: &SigningKey, challenge: &Value, n: u64) -> String {
-    let point = key.verifying_key().to_encoded_point(false);
-    let from = hex(&keccak256(&point.as_bytes()[1..])[12..]);
-    let offer = &challenge["accepts"][0];
-    let addr = |s: &str| -> [u8; 20] { unhex(s).try_into().unwrap() };
-    let valid_before = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 600;
-    let mut nonce = [0u8; 32];
-    nonce[..8].copy_from_slice(&n.to_be_bytes());
-    nonce[8..16].copy_from_slice(&valid_before.to_be_bytes());
-    let chain: u64 = offer["network"].as_str().unwrap()[7..].parse().unwrap();
-    let domain = Domain {
-        name: offer["extra"]["name"].as_str().unwrap(),
-        version: offer["extra"]["version"].as_str(),
-        chain_id: U256::from_u64(chain),
-        verifying_contract: addr(offer["asset"].as_str().unwrap()),
-    };
-    let digest = eip3009_digest(
-        &domain,
-        &addr(&from),
-        &addr(offer["payTo"].as_str().unwrap()),
-        &U256::from_decimal(offer["amount"].as_str().unwrap()).unwrap(),
-        &U256::from_u64(0),
-        &U256::from_u64(valid_before),
-        &nonce,
-    );
-    let (sig, rec) = key.sign_prehash_recoverable(&digest).unwrap();
-    let mut sig = sig.to_bytes().to_vec();
-    sig.push(27 + rec.to_byte());
-    let payment = json!({
-        "x402Version": 2,
-        "resource": challenge["resource"],
-        "accepted": offer,
-        "payload": {"signature": hex(&sig), "authorization": {
-            "from": from, "to": offer["payTo"], "value": offer["amount"], "validAfter": "0",
-            "validBefore": valid_before.to_string(), "nonce": hex(&nonce)}}
-    });
-    base64::engine::general_purpose::STANDARD.encode(payment.to_string())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// How long the payments, all signed before the soak starts, stay valid.
+const VALID_S: u64 = 600;
 
 fn enc(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
@@ -303,7 +148,7 @@ async fn main() {
     paycall::x402::ensure_crypto();
 
     let settles = Arc::new(AtomicUsize::new(0));
-    let fac = facilitator(settles.clone()).await;
+    let fac = facilitator(settles.clone(), true).await;
     let up = slow_upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let routes = soak_config(dir.path());
@@ -317,20 +162,12 @@ async fn main() {
         .env("PAYCALL_LISTEN", format!("127.0.0.1:{port}"))
         .env("PAYCALL_ADMIN_LISTEN", "off")
         .env("PAYCALL_BASE_URL", &base)
-        .env("PAYCALL_FACILITATOR_URL", &fac)
-        .env("PAYCALL_EVM_PAY_TO", PAY_TO)
-        .env(
-            "PAYCALL_SOLANA_PAY_TO",
-            "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
-        )
-        .env("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32")
+        .envs(support::bench::stub_env(&fac))
         .env(
             "PAYCALL_LEDGER_URL",
             format!("sqlite://{}", dir.path().join("ledger.db").display()),
         )
-        .env("PAYCALL_UPSTREAM_BASE_RPC", "http://127.0.0.1:9/")
         .env("PAYCALL_UPSTREAM_SOLANA_RPC", "http://127.0.0.1:9/")
-        .env("PAYCALL_LOG", "error")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("paycall.log")).unwrap())
         .spawn()
@@ -373,19 +210,19 @@ async fn main() {
     };
     let fast_challenge = challenge(fast_url.clone()).await;
     let slow_challenge = challenge(slow_url.clone()).await;
-    let key = SigningKey::from_slice(&unhex(KEY)).unwrap();
+    let key = eip3009::key(KEY);
     let paid_in_mix = requests.div_ceil(10);
     let mix_payments: Arc<Vec<String>> = Arc::new(
         (0..paid_in_mix as u64)
-            .map(|n| sign(&key, &fast_challenge, n))
+            .map(|n| eip3009::sign_valid_for(&key, &fast_challenge, n, VALID_S))
             .collect(),
     );
     let slow_payments: Vec<String> = (0..slow as u64)
-        .map(|n| sign(&key, &slow_challenge, 1_000_000 + n))
+        .map(|n| eip3009::sign_valid_for(&key, &slow_challenge, 1_000_000 + n, VALID_S))
         .collect();
 
     // Warm-up: one of each, then let the process settle.
-    let warm = sign(&key, &fast_challenge, u64::MAX);
+    let warm = eip3009::sign_valid_for(&key, &fast_challenge, u64::MAX, VALID_S);
     assert_eq!(send(&client, &fast_url, Some(&warm)).await, Ok(200));
     for p in ["/api/demo/http", "/api/demo/fetch", "/openapi.json"] {
         assert_eq!(

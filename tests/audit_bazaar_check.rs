@@ -6,17 +6,14 @@
 //! Routes run without payment stages here (free copies of the pipeline: one with the shipped
 //! limits, one with short deadlines); billing with real payments is in tests/audit_pay.rs.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/audit_zoo.rs"]
-mod zoo;
+mod support;
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use server_support::{service_yaml, write_config, NO_FACILITATOR};
+use support::server::{service_yaml, write_config, NO_FACILITATOR};
 
 fn routes_yaml(rpc: &str, index: &str) -> String {
     let route = |path: &str, pipeline: &str| {
@@ -63,11 +60,11 @@ stages:
 "#;
 
 struct World {
-    _dir: server_support::ConfigDir,
-    server: server_support::TestServer,
-    zoo: zoo::Local,
-    index: zoo::Index,
-    _rpc: zoo::Local,
+    _dir: support::server::ConfigDir,
+    server: support::server::TestServer,
+    zoo: support::audit_zoo::Local,
+    index: support::audit_zoo::Index,
+    _rpc: support::audit_zoo::Local,
 }
 
 /// `listed`: the zoo's /.well-known/x402 resources (None: no document); `indexed`: paths on
@@ -75,30 +72,37 @@ struct World {
 async fn world(listed: Option<Vec<String>>, indexed: &[&str], filler: usize) -> World {
     // The zoo's port must be known for the index listing: start it with a placeholder document
     // resolved per request (relative entries are resolved against the origin by the auditor).
-    let zoo = zoo::start_zoo(listed.map(|l| json!({"version": 1, "resources": l}))).await;
+    let zoo =
+        support::audit_zoo::start_zoo(listed.map(|l| json!({"version": 1, "resources": l}))).await;
     let origin = format!("https://127.0.0.1:{}", zoo.addr.port());
     let mut items: Vec<Value> = (0..filler)
         .map(|i| {
-            zoo::index_item(
+            support::audit_zoo::index_item(
                 &format!("https://filler{i}.example.com/r"),
-                zoo::EOA,
+                support::audit_zoo::EOA,
                 "eip155:8453",
             )
         })
         .collect();
-    items.extend(
-        indexed
-            .iter()
-            .map(|p| zoo::index_item(&format!("{origin}{p}"), zoo::EOA, "eip155:8453")),
-    );
-    let index = zoo::start_index(BTreeMap::from([(zoo::EOA.to_string(), items)])).await;
-    let rpc = zoo::start_rpc().await;
+    items.extend(indexed.iter().map(|p| {
+        support::audit_zoo::index_item(
+            &format!("{origin}{p}"),
+            support::audit_zoo::EOA,
+            "eip155:8453",
+        )
+    }));
+    let index = support::audit_zoo::start_index(BTreeMap::from([(
+        support::audit_zoo::EOA.to_string(),
+        items,
+    )]))
+    .await;
+    let rpc = support::audit_zoo::start_rpc().await;
     let dir = write_config(
         &routes_yaml(&rpc.base, &index.url()),
         &[("bazaar-free", FREE), ("bazaar-quick", QUICK)],
     );
-    let cfg = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let server = server_support::start(cfg).await;
+    let cfg = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let server = support::server::start(cfg).await;
     World {
         _dir: dir,
         server,
@@ -114,13 +118,13 @@ impl World {
     }
     async fn run(&self, route: &str, input: &str) -> (u16, Value) {
         let enc: String = url::form_urlencoded::byte_serialize(input.as_bytes()).collect();
-        let r = server_support::client()
+        let r = support::server::client()
             .get(self.server.url(&format!("{route}?url={enc}")))
             .send()
             .await
             .unwrap();
         let s = r.status().as_u16();
-        (s, server_support::json_of(r).await)
+        (s, support::server::json_of(r).await)
     }
     async fn check(&self) -> Value {
         let (s, b) = self.run("/api/bazaar-check", &self.host()).await;
@@ -205,7 +209,7 @@ async fn partially_indexed_host_with_routes_elsewhere_and_retired_listings() {
     assert!(finding_ids(&rep).contains(&"indexed_not_listed".to_string()));
 
     let pt = &rep["index"]["payTos"][0];
-    assert_eq!(pt["payTo"], zoo::EOA);
+    assert_eq!(pt["payTo"], support::audit_zoo::EOA);
     assert_eq!(pt["network"], "base");
     assert_eq!(pt["indexedTotalForPayTo"], 2);
     assert_eq!(pt["indexedOnHost"], 2);
@@ -264,7 +268,7 @@ async fn index_pages_of_100_at_most_3_per_pay_to() {
     assert_eq!(pt["indexedTotalForPayTo"], 250);
     assert_eq!(pt["pagesRead"], 3);
     assert_eq!(pt["incomplete"], false);
-    let merchant: Vec<zoo::Seen> = w
+    let merchant: Vec<support::audit_zoo::Seen> = w
         .index
         .local
         .requests()
@@ -351,9 +355,9 @@ async fn five_probes_at_a_time_route_cap_and_deadlines() {
     assert_eq!(route(&rep, "/v2/ok")["probes"][0]["httpStatus"], 402);
 
     // An index that does not answer in time: discovery_unavailable (502) within the deadline.
-    w.index.set(zoo::INDEX_SLOW);
+    w.index.set(support::audit_zoo::INDEX_SLOW);
     let w2 = world(Some(vec!["/v2/ok".into()]), &["/v2/ok"], 0).await;
-    w2.index.set(zoo::INDEX_SLOW);
+    w2.index.set(support::audit_zoo::INDEX_SLOW);
     let t = Instant::now();
     let (s, b) = w2.run("/api/bazaar-quick", &w2.host()).await;
     assert_eq!(s, 502, "{b:#}");
@@ -379,7 +383,7 @@ async fn bad_input_and_unreachable_hosts() {
         assert_eq!(s, 400, "{input}: {b}");
         assert_eq!(b["error"], code, "{input}");
     }
-    let r = server_support::client()
+    let r = support::server::client()
         .get(w.server.url("/api/bazaar-check"))
         .send()
         .await

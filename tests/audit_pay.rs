@@ -10,12 +10,8 @@
 //! paycall's canonical base_url is https://127.0.0.1:<its port>: the probes reach it over plain
 //! http because 127.0.0.1 is on the operator allowlist (see docs/audit.md, "transport").
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/audit_zoo.rs"]
-mod zoo;
+mod support;
+use support::stack;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -28,7 +24,7 @@ use paycall::config;
 use paycall::server;
 use stack::LocalStack;
 
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
+use support::shipped::SOL_PLACEHOLDER;
 /// Every paid route of the shipped routes.yaml: the dogfood audits cover them all, so a new
 /// route whose challenge an auditor would fault fails here.
 fn paid_paths() -> Vec<String> {
@@ -123,7 +119,7 @@ async fn bind() -> tokio::net::TcpListener {
     tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()
 }
 
-use server_support::enc;
+use support::server::enc;
 
 fn not_passing(report: &Value) -> Vec<Value> {
     report["checks"]
@@ -138,13 +134,13 @@ fn not_passing(report: &Value) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x402_check_bills_reports_and_never_settles_failures_and_passes_on_itself() {
     let stack = LocalStack::start();
-    let zoo = zoo::start_zoo(None).await;
-    let index = zoo::start_index(BTreeMap::new()).await;
+    let zoo = support::audit_zoo::start_zoo(None).await;
+    let index = support::audit_zoo::start_index(BTreeMap::new()).await;
     let mut pc = paycall_with(&stack, &index.url(), bind().await).await;
     let check = |target: &str| pc.url(&format!("/api/x402-check?url={}", enc(target)));
 
     // Unpaid: 402 whatever the input; nothing is probed.
-    let r = server_support::client()
+    let r = support::server::client()
         .get(check(&zoo.url("/500")))
         .send()
         .await
@@ -228,7 +224,7 @@ async fn x402_check_bills_reports_and_never_settles_failures_and_passes_on_itsel
     assert_eq!(r.body["discovery"]["method"], "POST");
 
     // The free demo twin audits the service's own /api/http (demo input `{base_url}/api/http`).
-    let (s, _, demo) = server_support::get_json(&pc.url("/api/demo/x402-check")).await;
+    let (s, _, demo) = support::server::get_json(&pc.url("/api/demo/x402-check")).await;
     assert_eq!(s, 200);
     assert_eq!(demo["sample_status"], 200, "{demo:#}");
     assert_eq!(
@@ -280,14 +276,15 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     let items = paid
         .iter()
         .map(|p| {
-            zoo::index_item(
+            support::audit_zoo::index_item(
                 &format!("https://127.0.0.1:{port}{p}"),
                 &stack.pay_to,
                 "eip155:8453",
             )
         })
         .collect::<Vec<_>>();
-    let index = zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
+    let index =
+        support::audit_zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
     let mut pc = paycall_with(&stack, &index.url(), listener).await;
     let bc = |target: &str| pc.url(&format!("/api/bazaar-check?url={}", enc(target)));
     let me = format!("127.0.0.1:{port}");
@@ -315,14 +312,14 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     assert_eq!(stack.verify_calls() + stack.settle_calls(), 0);
 
     // (The index is down before any search by this host was cached.)
-    index.set(zoo::INDEX_DOWN);
+    index.set(support::audit_zoo::INDEX_DOWN);
     stack.reset_calls();
     let r = stack.pay_async(&bc(&me), "GET", None).await;
     assert_eq!(r.status, 502, "{:?}", r.body);
     assert_eq!(r.body["error"], "discovery_unavailable");
     assert_eq!(stack.settle_calls(), 0);
     assert_eq!(r.buyer_spent(), 0);
-    index.set(zoo::INDEX_OK);
+    index.set(support::audit_zoo::INDEX_OK);
 
     stack.reset_calls();
     let r = stack.pay_async(&bc("127.0.0.1:9"), "GET", None).await;
@@ -382,7 +379,7 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
 
     // The free demo twin: bazaar-check of the service's own origin, sample kept 10 minutes.
     stack.reset_calls();
-    let (s, _, demo) = server_support::get_json(&pc.url("/api/demo/bazaar-check")).await;
+    let (s, _, demo) = support::server::get_json(&pc.url("/api/demo/bazaar-check")).await;
     assert_eq!(s, 200);
     assert_eq!(demo["sample_status"], 200, "{demo:#}");
     assert_eq!(demo["sample"]["verdict"], "fully_indexed", "{demo:#}");
@@ -403,7 +400,7 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
 /// verification made slow, everything else untouched.
 async fn slow_verify_proxy(target: String, delay_ms: Arc<AtomicU64>) -> String {
     use warp::Filter;
-    let client = server_support::client();
+    let client = support::server::client();
     let routes = warp::method()
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
@@ -484,14 +481,15 @@ async fn bazaar_check_deadlines_count_from_arrival_when_verification_is_slow() {
     let items = paid
         .iter()
         .map(|p| {
-            zoo::index_item(
+            support::audit_zoo::index_item(
                 &format!("https://127.0.0.1:{port}{p}"),
                 &stack.pay_to,
                 "eip155:8453",
             )
         })
         .collect::<Vec<_>>();
-    let index = zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
+    let index =
+        support::audit_zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
     let mut pc = paycall_from(
         &dir.path().join("routes.yaml"),
         &stack,

@@ -6,10 +6,7 @@
 //! caps except a short probe timeout) so that each case costs one request; billing with real
 //! payments is in tests/audit_pay.rs.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/audit_zoo.rs"]
-mod zoo;
+mod support;
 
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
@@ -17,7 +14,7 @@ use std::sync::Arc;
 
 use paycall::net::StaticResolver;
 use paycall::server;
-use server_support::{service_yaml, write_config, NO_FACILITATOR};
+use support::server::{service_yaml, write_config, NO_FACILITATOR};
 
 fn routes_yaml(rpc: &str) -> String {
     format!(
@@ -63,23 +60,23 @@ stages:
 "#;
 
 struct World {
-    _dir: server_support::ConfigDir,
-    server: server_support::TestServer,
-    zoo: zoo::Local,
-    rpc: zoo::Local,
+    _dir: support::server::ConfigDir,
+    server: support::server::TestServer,
+    zoo: support::audit_zoo::Local,
+    rpc: support::audit_zoo::Local,
 }
 
 async fn world() -> World {
-    let zoo = zoo::start_zoo(None).await;
-    let rpc = zoo::start_rpc().await;
+    let zoo = support::audit_zoo::start_zoo(None).await;
+    let rpc = support::audit_zoo::start_rpc().await;
     let dir = write_config(&routes_yaml(&rpc.base), &[("x402-check-free", PIPELINE)]);
-    let cfg = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
     // A production-looking name for the zoo, to catch testnets in production.
     let resolver =
         StaticResolver::new().with("api.seller-prod.com", [IpAddr::V4(Ipv4Addr::LOCALHOST)]);
     let services = server::services::build_with_resolver(&cfg, Arc::new(resolver)).unwrap();
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    let server = server_support::start_app(app).await;
+    let server = support::server::start_app(app).await;
     World {
         _dir: dir,
         server,
@@ -88,7 +85,7 @@ async fn world() -> World {
     }
 }
 
-use server_support::enc;
+use support::server::enc;
 
 impl World {
     async fn check(&self, target: &str) -> (u16, Value) {
@@ -99,9 +96,9 @@ impl World {
             "/api/x402-check?url={}&method={method}",
             enc(target)
         ));
-        let r = server_support::client().get(&url).send().await.unwrap();
+        let r = support::server::client().get(&url).send().await.unwrap();
         let status = r.status().as_u16();
-        (status, server_support::json_of(r).await)
+        (status, support::server::json_of(r).await)
     }
     async fn zoo(&self, path: &str) -> Value {
         let (s, b) = self.check(&self.zoo.url(path)).await;
@@ -172,7 +169,7 @@ async fn a_correct_v2_endpoint_passes_every_check() {
     assert_eq!(a["amountUsd"], "0.01");
     assert_eq!(a["assetSymbol"], "USDC");
     assert_eq!(a["network"], "eip155:8453");
-    assert_eq!(a["payTo"], zoo::EOA);
+    assert_eq!(a["payTo"], support::audit_zoo::EOA);
     // payTo type on both EVM networks, by eth_getCode on the configured RPCs.
     let types = r["payToTypes"].as_array().unwrap();
     assert_eq!(types.len(), 2, "{types:?}");
@@ -259,7 +256,7 @@ async fn offer_mistakes_are_named_with_their_fix() {
     let checksum = w.zoo("/v2/bad-checksum").await;
     assert_eq!(level(&checksum, "pay_to"), "fail");
     assert!(
-        message(&checksum, "pay_to").contains(zoo::EOA),
+        message(&checksum, "pay_to").contains(support::audit_zoo::EOA),
         "the fix names the checksummed form"
     );
 
@@ -367,13 +364,13 @@ async fn any_http_answer_is_a_report_transport_failures_are_errors() {
             "invalid_parameter",
         ),
     ] {
-        let r = server_support::client()
+        let r = support::server::client()
             .get(w.server.url(&format!("/api/x402-check?{q}")))
             .send()
             .await
             .unwrap();
         assert_eq!(r.status().as_u16(), 400, "{q}");
-        let b = server_support::json_of(r).await;
+        let b = support::server::json_of(r).await;
         assert!(b["error"].is_string() && b["message"].is_string(), "{b}");
         let _ = code;
     }
@@ -391,7 +388,7 @@ async fn a_challenge_with_100000_offers_gets_a_bounded_report() {
         "/api/x402-check?url={}",
         enc(&w.zoo.url("/v2/many-offers"))
     ));
-    let resp = server_support::client().get(&url).send().await.unwrap();
+    let resp = support::server::client().get(&url).send().await.unwrap();
     let status = resp.status().as_u16();
     let bytes = resp.bytes().await.unwrap();
     let took = t.elapsed();

@@ -6,41 +6,14 @@
 //! rule, /llms.txt and /.well-known/x402 no longer say "errors are never charged" without the
 //! exception.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped::paycall_for;
+use support::{stack, upstream};
 
 use serde_json::{json, Value};
-use std::path::Path;
 
-use paycall::{config, server};
-use server_support::enc;
 use stack::LocalStack;
-
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
-}
+use support::server::enc;
 
 /// What the documented billing predicts for an outcome: (status, charged). `case` names one of
 /// the route's documented cases; without one, the answer is `status` and the rule decides.
@@ -81,7 +54,7 @@ async fn each_documented_billing_rule_is_what_the_facilitator_sees() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
     let paycall = paycall_for(&stack).await;
-    let (_, _, openapi) = server_support::get_json(&paycall.url("/openapi.json")).await;
+    let (_, _, openapi) = support::server::get_json(&paycall.url("/openapi.json")).await;
 
     // Every paid operation documents its rule, in words and as data.
     for (path, item) in openapi["paths"].as_object().unwrap() {
@@ -207,20 +180,13 @@ async fn each_documented_billing_rule_is_what_the_facilitator_sees() {
     assert_eq!(canary.hits(), 0);
 
     // The service-wide words carry the exception, not "errors are never charged" alone.
-    let llms = server_support::client()
-        .get(paycall.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let llms = support::server::get_text(&paycall.url("/llms.txt")).await;
     assert!(!llms.contains("are never charged.\n"), "{llms}");
     assert!(
         llms.contains("/api/http delivers it in a 200 record, which is charged"),
         "{llms}"
     );
-    let (_, _, wk) = server_support::get_json(&paycall.url("/.well-known/x402")).await;
+    let (_, _, wk) = support::server::get_json(&paycall.url("/.well-known/x402")).await;
     assert!(
         wk["instructions"]
             .as_str()

@@ -7,10 +7,8 @@
 //! The screenshot Chromium takes of the shipped /api/fetch page is written to
 //! `$CARGO_TARGET_TMPDIR/challenge-page-fetch.png` (the path is printed) for a person to look at.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
+mod support;
+use support::stack;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,7 +23,7 @@ const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=
 const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(60);
 
 async fn get(url: &str, accept: Option<&str>) -> (u16, reqwest::header::HeaderMap, String) {
-    let mut req = server_support::client().get(url);
+    let mut req = support::server::client().get(url);
     if let Some(a) = accept {
         req = req.header("accept", a);
     }
@@ -104,7 +102,7 @@ async fn chromium_async(args: Vec<String>, url: String) -> String {
     .expect("chromium runner panicked")
 }
 
-async fn shipped_paycall(stack: &LocalStack) -> server_support::TestServer {
+async fn shipped_paycall(stack: &LocalStack) -> support::server::TestServer {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let fac = stack.facilitator_url.clone();
     let pay_to = stack.pay_to.clone();
@@ -112,7 +110,7 @@ async fn shipped_paycall(stack: &LocalStack) -> server_support::TestServer {
         match k {
             "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
             "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(server_support::SOL_PAY_TO.into()),
+            "PAYCALL_SOLANA_PAY_TO" => Some(support::server::SOL_PAY_TO.into()),
             "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
             _ => None,
         }
@@ -120,7 +118,7 @@ async fn shipped_paycall(stack: &LocalStack) -> server_support::TestServer {
     let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+    support::server::start_app(app).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,9 +230,9 @@ async fn hostile_route_text_is_shown_never_run() {
     input:
       - {{ name: q, type: string, max_length: 10, description: \"</td><iframe src=//evil></iframe>\" }}
 ",
-        server_support::service_yaml(server_support::NO_FACILITATOR, 30, 10, &[])
+        support::server::service_yaml(support::server::NO_FACILITATOR, 30, 10, &[])
     );
-    let (_dir, paycall) = server_support::serve_yaml(
+    let (_dir, paycall) = support::server::serve_yaml(
         &yaml,
         &[(
             "paid_static",

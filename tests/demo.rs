@@ -3,12 +3,11 @@
 //! and who counts as the client (X-Forwarded-For only from trusted proxies), and that a demo
 //! never reaches the facilitator.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::{json, Value};
-use server_support::*;
 use std::sync::atomic::Ordering;
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo
@@ -65,7 +64,6 @@ const ROUTES: &str = r#"routes:
     pipeline: ping
 "#;
 
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
 const COUNTED: &str = "name: counted\nstages:\n  - stage: payment_gate\n  - stage: count\n    with: { counter: COUNTER, delay_ms: 300 }\n  - stage: bill\n  - stage: settle\n";
 const BROKEN: &str = "name: broken\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { status: 502, body: { error: upstream_error, message: the upstream failed } }\n  - stage: bill\n  - stage: settle\n";
 const FLAKY: &str = "name: flaky\nstages:\n  - stage: payment_gate\n  - stage: count\n    with: { counter: FLAKY, fail_after: 1 }\n  - stage: bill\n  - stage: settle\n";

@@ -2,14 +2,13 @@
 //! from: /.well-known/x402, /openapi.json, /llms.txt and /status (with a local fake facilitator,
 //! with nothing listening, and with one that never answers).
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use paycall::config::{Config, ParamType};
 use serde_json::{json, Value};
-use server_support::*;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo
@@ -88,10 +87,7 @@ const ROUTES: &str = r#"routes:
     pipeline: ping
 "#;
 
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
 const RENDER: &str = "name: render\nstages:\n  - stage: payment_gate\n  - stage: unready\n    with: { reason: chromium missing }\n  - stage: count\n    with: { counter: discovery-render }\n  - stage: bill\n  - stage: settle\n";
-const PING: &str =
-    "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n";
 
 async fn start_with(facilitator: &str) -> (ConfigDir, Config, TestServer) {
     let yaml = format!("{}{ROUTES}", service_yaml(facilitator, 30, 10, &[]));
@@ -595,8 +591,7 @@ async fn status_says_unreachable_when_nothing_listens() {
 #[tokio::test]
 async fn status_gives_up_on_a_silent_facilitator_at_its_deadline() {
     // accepts connections and never answers
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     let hold = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((s, _)) = listener.accept().await {

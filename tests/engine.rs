@@ -2,11 +2,10 @@
 //! common HTTP behaviour of every route (success stamp, 405, 404, CORS preflight, 413, 400,
 //! 500 on a stage panic, graceful shutdown).
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
-use server_support::*;
 use std::time::Duration;
+use support::server::*;
 
 fn routes(extra: &str) -> String {
     format!(

@@ -6,64 +6,22 @@
 //! bad_html, html over 200,000 bytes, missing input) is refused before the facilitator is asked.
 //! The demo twin answers the fixed sample page for free.
 
-#[path = "support/extract.rs"]
-mod extract_support;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped::paycall_for;
+use support::stack;
 
-use extract_support::{enc, pages};
 use serde_json::{json, Value};
 use std::path::Path;
+use support::extract::pages;
+use support::server::enc;
 
 use paycall::config;
 use paycall::server;
 use stack::LocalStack;
 
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
-}
-
 async fn send(method: &str, url: &str, sig: &str, body: Option<String>) -> (u16, bool, Value) {
-    let c = server_support::client();
-    let mut req = match method {
-        "POST" => c.post(url),
-        _ => c.get(url),
-    }
-    .header("PAYMENT-SIGNATURE", sig);
-    if let Some(b) = body {
-        req = req.header("content-type", "application/json").body(b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let receipt = resp.headers().contains_key("payment-response");
-    let text = resp.text().await.unwrap_or_default();
-    (
-        status,
-        receipt,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    let (status, h, body) = support::server::send_signed_with(method, url, sig, body).await;
+    (status, h.contains_key("payment-response"), body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +39,7 @@ async fn extract_is_charged_only_when_it_delivers() {
     };
 
     // Unpaid: 402 with the challenge at the route's price; nothing fetched, nothing verified.
-    let r = server_support::client()
+    let r = support::server::client()
         .get(paycall.url("/api/extract"))
         .send()
         .await
@@ -279,18 +237,18 @@ async fn extract_is_charged_only_when_it_delivers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_twin_reads_the_fixed_sample_page_for_free() {
-    let fac = server_support::fake_facilitator().await;
+    let fac = support::server::fake_facilitator().await;
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
     let url = fac.url.clone();
     let env = move |k: &str| match k {
         "PAYCALL_FACILITATOR_URL" => Some(url.clone()),
-        other => server_support::test_env(other),
+        other => support::server::test_env(other),
     };
     let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    let paycall = server_support::start_app(app).await;
-    let (s, _, b) = server_support::get_json(&paycall.url("/api/demo/extract")).await;
+    let paycall = support::server::start_app(app).await;
+    let (s, _, b) = support::server::get_json(&paycall.url("/api/demo/extract")).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["demo"], true);
     assert_eq!(b["sample_status"], 200);
@@ -317,7 +275,7 @@ async fn the_demo_twin_reads_the_fixed_sample_page_for_free() {
         "the demo never reaches the facilitator"
     );
     // Discovery lists the route with its inputs and errors.
-    let (_, _, api) = server_support::get_json(&paycall.url("/openapi.json")).await;
+    let (_, _, api) = support::server::get_json(&paycall.url("/openapi.json")).await;
     let get = &api["paths"]["/api/extract"]["get"];
     let names: Vec<&str> = get["parameters"]
         .as_array()
@@ -342,14 +300,7 @@ async fn the_demo_twin_reads_the_fixed_sample_page_for_free() {
             .is_object()
     );
     assert!(get["description"].as_str().unwrap().contains("og:title"));
-    let llms = server_support::client()
-        .get(paycall.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let llms = support::server::get_text(&paycall.url("/llms.txt")).await;
     assert!(llms.contains("/api/extract"), "{llms}");
     let try_line = llms
         .lines()

@@ -4,26 +4,22 @@
 //! at its edge, every error status, and hostile pages and selectors that must end within the
 //! 2 s budget without stalling other requests.
 
-#[path = "support/extract.rs"]
-mod extract_support;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
 
-use extract_support::{enc, free_config, nested, pages, repo, PagesServer};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::extract::{free_config, nested, pages, repo, PagesServer};
+use support::server::enc;
 
 struct Env {
-    _dir: server_support::ConfigDir,
-    server: server_support::TestServer,
+    _dir: support::server::ConfigDir,
+    server: support::server::TestServer,
     pages: PagesServer,
 }
 
 async fn env() -> Env {
-    let (routes, pipeline) = free_config(server_support::NO_FACILITATOR);
-    let (dir, server) = server_support::serve_yaml(&routes, &[("extract", &pipeline)]).await;
+    let (routes, pipeline) = free_config(support::server::NO_FACILITATOR);
+    let (dir, server) = support::server::serve_yaml(&routes, &[("extract", &pipeline)]).await;
     Env {
         _dir: dir,
         server,
@@ -48,7 +44,7 @@ impl Env {
         self.post_raw(body.to_string()).await
     }
     async fn post_raw(&self, body: String) -> (u16, Value) {
-        let resp = server_support::client()
+        let resp = support::server::client()
             .post(self.server.url("/api/extract"))
             .header("content-type", "application/json")
             .body(body)
@@ -65,7 +61,7 @@ impl Env {
 }
 
 async fn get_any(url: &str) -> (u16, reqwest::header::HeaderMap, Value) {
-    let resp = server_support::client()
+    let resp = support::server::client()
         .get(url)
         .send()
         .await
@@ -154,7 +150,7 @@ async fn get_a_page_every_output_field() {
     );
     assert!(sample.contains("Kirkby 4.2 m"), "{sample}");
     assert!(!sample.contains("scripted text"), "{sample}");
-    assert_eq!(b["bytesRead"], repo(extract_support::ARTICLE_PATH).len());
+    assert_eq!(b["bytesRead"], repo(support::extract::ARTICLE_PATH).len());
     assert!(b["elapsedMs"].is_u64());
     assert_eq!(b["source"], "extract");
     assert!(b["asOf"].as_str().unwrap().ends_with('Z'));
@@ -192,7 +188,7 @@ async fn get_a_page_every_output_field() {
     let (s, b) = e.get(&e.pages.url("/no-type"), None).await;
     assert_eq!((s, b["title"].as_str()), (200, Some("Untyped")), "{b}");
     // A page streamed past the cap is cut there and read (docs/decisions.md#billing: charged, marked).
-    let streamed = extract_support::streamed_html(250_000).await;
+    let streamed = support::extract::streamed_html(250_000).await;
     let (s, b) = e.get(&streamed, Some(json!({"top": "h1"}))).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["truncated"], true);
@@ -681,7 +677,7 @@ async fn a_crowd_of_hostile_requests_leaves_the_server_responsive() {
 /// error, not a stage that never skips.
 #[test]
 fn skip_if_param_naming_no_input_is_a_startup_error() {
-    let (routes, pipeline) = free_config(server_support::NO_FACILITATOR);
+    let (routes, pipeline) = free_config(support::server::NO_FACILITATOR);
     for (stage, bad) in [
         (
             "url_guard",
@@ -693,9 +689,9 @@ fn skip_if_param_naming_no_input_is_a_startup_error() {
         ),
     ] {
         assert_ne!(bad, pipeline, "{stage}: the pipeline text changed");
-        let dir = server_support::write_config(&routes, &[("extract", &bad)]);
-        let cfg = server_support::load(&dir).expect("the YAML itself loads");
-        let err = match server_support::build(cfg) {
+        let dir = support::server::write_config(&routes, &[("extract", &bad)]);
+        let cfg = support::server::load(&dir).expect("the YAML itself loads");
+        let err = match support::server::build(cfg) {
             Ok(_) => panic!("{stage}: a bad skip_if_param was accepted"),
             Err(e) => e.to_string(),
         };

@@ -9,10 +9,8 @@
 //! /settle goes out on a fresh connection, and a /verify that was reset before any answer is
 //! sent once more — while a /settle that may have been delivered is never resent.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::upstream;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,18 +18,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use k256::ecdsa::SigningKey;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use url::Url;
 
 use paycall::config;
-use paycall::payment::local_check::{eip3009_digest, Domain, U256};
 use paycall::server;
 use paycall::x402::{
     FacilitatorClient, FacilitatorConfig, FacilitatorError, Requirement, SettleOutcome,
 };
-use server_support::enc;
+use support::server::enc;
 
 const KEEP_ALIVE: Duration = Duration::from_millis(1000);
 
@@ -240,83 +236,9 @@ async fn a_settle_that_may_have_been_delivered_is_never_resent() {
 
 const KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 
-fn unhex(s: &str) -> Vec<u8> {
-    let h = s.trim_start_matches("0x");
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-fn addr(s: &str) -> [u8; 20] {
-    unhex(s).try_into().unwrap()
-}
-
-/// A correctly signed EIP-3009 payment for the challenge's first (EVM) offer.
+/// A correctly signed EIP-3009 payment for the challenge's first (EVM) offer, its nonce random.
 fn sign_payment(challenge: &Value) -> String {
-    let key = SigningKey::from_slice(&unhex(KEY)).unwrap();
-    let from = {
-        let point = key.verifying_key().to_encoded_point(false);
-        let mut k = tiny_keccak_hash(&point.as_bytes()[1..]);
-        k.drain(..12);
-        format!(
-            "0x{}",
-            k.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        )
-    };
-    let offer = &challenge["accepts"][0];
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let nonce: [u8; 32] = rand::random();
-    let valid_before = now + 120;
-    let chain: u64 = offer["network"].as_str().unwrap()[7..].parse().unwrap();
-    let domain = Domain {
-        name: offer["extra"]["name"].as_str().unwrap(),
-        version: offer["extra"]["version"].as_str(),
-        chain_id: U256::from_u64(chain),
-        verifying_contract: addr(offer["asset"].as_str().unwrap()),
-    };
-    let digest = eip3009_digest(
-        &domain,
-        &addr(&from),
-        &addr(offer["payTo"].as_str().unwrap()),
-        &U256::from_decimal(offer["amount"].as_str().unwrap()).unwrap(),
-        &U256::from_u64(0),
-        &U256::from_u64(valid_before),
-        &nonce,
-    );
-    let (sig, rec) = key.sign_prehash_recoverable(&digest).unwrap();
-    let mut sig = sig.to_bytes().to_vec();
-    sig.push(27 + rec.to_byte());
-    let hex = |b: &[u8]| {
-        format!(
-            "0x{}",
-            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-        )
-    };
-    let payment = json!({
-        "x402Version": 2,
-        "resource": challenge["resource"],
-        "accepted": offer,
-        "payload": {
-            "signature": hex(&sig),
-            "authorization": {
-                "from": from,
-                "to": offer["payTo"],
-                "value": offer["amount"],
-                "validAfter": "0",
-                "validBefore": valid_before.to_string(),
-                "nonce": hex(&nonce),
-            }
-        }
-    });
-    base64::engine::general_purpose::STANDARD.encode(payment.to_string())
-}
-
-fn tiny_keccak_hash(data: &[u8]) -> Vec<u8> {
-    paycall::audit::address::keccak256(data).to_vec()
+    support::eip3009::sign(&support::eip3009::key(KEY), challenge, rand::random())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -329,8 +251,8 @@ async fn a_paid_call_whose_work_outlasts_the_keep_alive_settles() {
     let env = move |k: &str| -> Option<String> {
         match k {
             "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(server_support::EVM_PAY_TO.into()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(server_support::SOL_PAY_TO.into()),
+            "PAYCALL_EVM_PAY_TO" => Some(support::server::EVM_PAY_TO.into()),
+            "PAYCALL_SOLANA_PAY_TO" => Some(support::server::SOL_PAY_TO.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
             "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
             "PAYCALL_UPSTREAM_BASE_RPC" => Some("http://127.0.0.1:9/".into()),
@@ -345,14 +267,14 @@ async fn a_paid_call_whose_work_outlasts_the_keep_alive_settles() {
     );
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    let paycall = server_support::start_app(app).await;
+    let paycall = support::server::start_app(app).await;
 
     // The work (a slow upstream) takes longer than the facilitator's keep-alive.
     let url = paycall.url(&format!(
         "/api/http?url={}",
         enc(&up.url(&format!("/slow?ms={}", KEEP_ALIVE.as_millis() + 800)))
     ));
-    let r = server_support::client().get(&url).send().await.unwrap();
+    let r = support::server::client().get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 402);
     let challenge: Value = serde_json::from_slice(
         &base64::engine::general_purpose::STANDARD
@@ -362,7 +284,7 @@ async fn a_paid_call_whose_work_outlasts_the_keep_alive_settles() {
     .unwrap();
     for round in 0..2 {
         let sig = sign_payment(&challenge);
-        let (status, headers, body) = server_support::send_signed(&url, &sig).await;
+        let (status, headers, body) = support::server::send_signed(&url, &sig).await;
         assert_eq!(status, 200, "round {round}: {body}");
         assert!(headers.get("payment-response").is_some());
     }

@@ -4,7 +4,7 @@
 //! loopback addresses (127.0.0.2, ::1) that the guard must refuse; each test that could leak
 //! checks that its canary saw no connection at all.
 
-mod guard_support;
+mod support;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use paycall::net::{
 };
 use url::Url;
 
-use guard_support::{Canary, Reply, Upstream};
+use support::guard::{Canary, Reply, Upstream};
 
 const UA: &str = "paycall-test/1.0";
 
@@ -84,8 +84,7 @@ async fn direct_fetch_returns_the_body_and_sends_nothing_extra() {
 #[tokio::test]
 async fn works_with_a_real_hyper_server_and_reuses_the_pool() {
     use warp::Filter;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     let route = warp::path!("hi" / String).map(|name: String| format!("hi {name}"));
     tokio::spawn(warp::serve(route).incoming(listener).run());
 
@@ -263,7 +262,7 @@ async fn an_empty_answer_is_a_dns_failure() {
     assert_eq!(err.code(), "dns_failed");
 }
 
-fn hops_upstream() -> impl Fn(&guard_support::Recorded) -> Reply + Send + Sync + 'static {
+fn hops_upstream() -> impl Fn(&support::guard::Recorded) -> Reply + Send + Sync + 'static {
     // /hops/N redirects to /hops/N-1; /hops/0 answers.
     |r| {
         let n: u32 = r
@@ -321,7 +320,7 @@ async fn a_chain_longer_than_the_cap_fails() {
 }
 
 /// An echo upstream: /echo answers "METHOD body"; /NNN/… redirects with status NNN to /echo.
-fn echo_upstream() -> impl Fn(&guard_support::Recorded) -> Reply + Send + Sync + 'static {
+fn echo_upstream() -> impl Fn(&support::guard::Recorded) -> Reply + Send + Sync + 'static {
     |r| {
         if r.target == "/echo" {
             let mut body = r.method.clone().into_bytes();
@@ -657,8 +656,7 @@ async fn a_body_cut_short_is_an_upstream_error() {
 
 #[tokio::test]
 async fn a_refused_connection_is_a_connect_error() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     drop(listener);
     let err = client()
         .fetch(get(&format!("http://{addr}/")))
@@ -718,8 +716,7 @@ fn a_bad_user_agent_is_a_build_error_not_a_panic() {
 #[tokio::test]
 async fn a_failed_tls_handshake_is_a_connect_error() {
     use tokio::io::AsyncWriteExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             let _ = sock

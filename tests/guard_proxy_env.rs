@@ -3,7 +3,7 @@
 //! Environment variables are process-global, so this lives alone in its own test binary, sets
 //! them before any runtime or client exists, and runs a single test.
 
-mod guard_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use paycall::net::{install_crypto_provider, FetchRequest, Guard, GuardedClient, StaticResolver};
 use url::Url;
 
-use guard_support::{Canary, Reply, Upstream};
+use support::guard::{Canary, Reply, Upstream};
 
 #[test]
 fn proxy_variables_are_ignored() {

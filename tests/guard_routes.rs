@@ -2,19 +2,14 @@
 //! refused addresses are refused before any connection, redirects to such names too. The DNS
 //! seam is a static map (a test seam); only 127.0.0.1 is allowed, canaries listen on 127.0.0.2.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped;
+use support::{stack, upstream};
 
 use serde_json::Value;
 use std::net::IpAddr;
-use std::path::Path;
 use std::sync::Arc;
 
-use paycall::config;
 use paycall::net::StaticResolver;
 use paycall::server;
 use stack::LocalStack;
@@ -23,30 +18,17 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-use server_support::enc;
+use support::server::enc;
 
 /// Signs a payment for exactly this call (a payment pays for one call) and sends it.
 async fn pay(stack: &stack::LocalStack, url: &str) -> (u16, Value) {
-    let sig = stack
-        .sign_only_async(url, "GET", None)
-        .await
-        .payment_signature;
-    send(url, &sig).await
+    let (status, _, body) = support::shipped::send_fresh(stack, url).await;
+    (status, body)
 }
 
 async fn send(url: &str, sig: &str) -> (u16, Value) {
-    let resp = server_support::client()
-        .get(url)
-        .header("PAYMENT-SIGNATURE", sig)
-        .send()
-        .await
-        .expect("request");
-    let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    let (status, _, body) = support::server::send_signed(url, sig).await;
+    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,26 +46,11 @@ async fn names_resolving_to_refused_addresses_are_never_dialled() {
         .with("metadata.test", [ip("169.254.169.254")])
         .with("mapped.test", [ip("::ffff:127.0.0.2")])
         .with("nat64.test", [ip("64:ff9b::a00:1")]);
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = shipped::config(&shipped::routes_yaml(), shipped::vars(&stack, &[]));
     let services =
         server::services::build_with_resolver(&cfg, Arc::new(resolver)).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    let paycall = server_support::start_app(app).await;
+    let paycall = support::server::start_app(app).await;
     let http = |target: &str| paycall.url(&format!("/api/http?url={}", enc(target)));
 
     let sig = stack

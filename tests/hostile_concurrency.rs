@@ -14,14 +14,8 @@
 //! (bounded), and the posted pages are sent at that moment, so all 24 are in the service at
 //! once. The figures are printed by `cargo bench --bench hostile -- --concurrent`.
 
-#[path = "support/eip3009.rs"]
-mod eip3009;
-#[path = "support/hostile.rs"]
-mod hostile;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
+mod support;
+use support::{eip3009, hostile, stack};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,8 +28,8 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use warp::Filter;
 
-use server_support::enc;
 use stack::LocalStack;
+use support::server::enc;
 
 /// The documented ceiling for the whole process (README), the goal.
 const CEILING_MB: u64 = 512;
@@ -78,9 +72,7 @@ async fn upstream(expected: usize) -> Upstream {
     let routes = warp::path("adoption.html")
         .and(held("text/html; charset=utf-8", page, gate.clone()))
         .or(warp::path("blank.pdf").and(held("application/pdf", pdf, gate)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(warp::serve(routes).incoming(listener).run());
+    let addr = support::net::serve_forever(routes).await;
     Upstream {
         base: format!("http://{addr}"),
         arrived,
@@ -120,11 +112,7 @@ struct Paycall {
 
 impl Paycall {
     fn start(stack: &LocalStack, dir: &Path) -> Paycall {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = support::net::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let log = dir.join("paycall.log");
         let child = Command::new(env!("CARGO_BIN_EXE_paycall"))
@@ -225,7 +213,7 @@ async fn eight_hostile_documents_per_route_in_flight_stay_under_the_ceiling_and_
     let dir = tempfile::tempdir().unwrap();
     let paycall = Paycall::start(&stack, dir.path());
     let up = upstream(3 * PER_ROUTE - PER_ROUTE / 2).await;
-    let client = server_support::client();
+    let client = support::server::client();
     let long = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(120))
@@ -382,7 +370,7 @@ async fn eight_hostile_documents_per_route_in_flight_stay_under_the_ceiling_and_
 
 /// The shipped routes.yaml with one edit, in a temp folder with the shipped pipelines and
 /// static files; the errors `paycall check` and startup would report.
-fn shipped_with(from: &str, to: &str) -> (server_support::ConfigDir, String) {
+fn shipped_with(from: &str, to: &str) -> (support::server::ConfigDir, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let routes = std::fs::read_to_string(root.join("routes.yaml")).unwrap();
     assert!(routes.contains(from), "routes.yaml has no `{from}`");
@@ -400,7 +388,7 @@ fn shipped_with(from: &str, to: &str) -> (server_support::ConfigDir, String) {
         .iter()
         .map(|(n, y)| (n.as_str(), y.as_str()))
         .collect();
-    let dir = server_support::write_config(&routes.replacen(from, to, 1), &named);
+    let dir = support::server::write_config(&routes.replacen(from, to, 1), &named);
     std::fs::create_dir(dir.dir.path().join("static")).unwrap();
     for f in std::fs::read_dir(root.join("static")).unwrap() {
         let p = f.unwrap().path();
@@ -410,7 +398,7 @@ fn shipped_with(from: &str, to: &str) -> (server_support::ConfigDir, String) {
         )
         .unwrap();
     }
-    let errors = match server_support::load(&dir).map(server_support::build) {
+    let errors = match support::server::load(&dir).map(support::server::build) {
         Err(e) | Ok(Err(e)) => e.to_string(),
         Ok(Ok(_)) => String::new(),
     };

@@ -2,13 +2,11 @@
 //! whatever its query (docs/decisions.md#order-of-checks), a paid one with too many parameters is a 400 before the
 //! facilitator is asked anything, and a query at the cap is served as usual.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use paycall::pipeline::input::MAX_QUERY_PARAMS;
-use serde_json::Value;
-use server_support::*;
 use std::sync::atomic::Ordering;
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo
@@ -21,17 +19,6 @@ const ROUTES: &str = r#"routes:
         type: string
         description: Anything
 "#;
-
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
-
-/// A real PAYMENT-SIGNATURE recorded from the official client (shape-valid; its offer is not
-/// ours, which does not matter: bad input is answered before the offer is matched).
-fn recorded_signature() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/x402-vectors/payment-signature.json");
-    let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    v["raw"].as_str().unwrap().to_string()
-}
 
 fn query(n: usize) -> String {
     (0..n)
@@ -55,7 +42,7 @@ async fn too_many_query_parameters_are_402_unpaid_and_400_paid() {
     );
     assert!(resp.headers().contains_key("payment-required"));
 
-    let (status, _, body) = send_signed(&over, &recorded_signature()).await;
+    let (status, _, body) = send_signed(&over, &support::server::recorded_signature()).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"], "too_many_parameters");
     assert!(body["message"].as_str().unwrap().contains("64"), "{body}");
@@ -68,7 +55,7 @@ async fn too_many_query_parameters_are_402_unpaid_and_400_paid() {
     // At the cap the input is fine: the request goes on to the offer check (the recorded
     // payment is for another service, so it ends in a 402, not a 400).
     let at = server.url(&format!("/api/echo?{}", query(MAX_QUERY_PARAMS)));
-    let (status, _, body) = send_signed(&at, &recorded_signature()).await;
+    let (status, _, body) = send_signed(&at, &support::server::recorded_signature()).await;
     assert_ne!(status, 400, "{body}");
     server.shutdown().await;
 }

@@ -5,142 +5,20 @@
 //! after a restart gets the first reply byte for byte; `paycall ledger` totals equal what
 //! reached payTo on chain.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::server::decode_b64_json;
+use support::{binary, stack, upstream};
 
 use base64::Engine;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use server_support::enc;
 use stack::LocalStack;
-
-/// One paycall process on a fixed port and ledger file; restartable.
-struct Paycall {
-    port: u16,
-    db: PathBuf,
-    stack_env: Vec<(String, String)>,
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Paycall {
-    fn routes() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml")
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn env(&self) -> Vec<(String, String)> {
-        let mut v = self.stack_env.clone();
-        v.push(("PAYCALL_LISTEN".into(), format!("127.0.0.1:{}", self.port)));
-        v.push(("PAYCALL_BASE_URL".into(), self.url("")));
-        v.push((
-            "PAYCALL_LEDGER_URL".into(),
-            format!("sqlite://{}", self.db.display()),
-        ));
-        v.push(("PAYCALL_INSTANCE".into(), "crash-test".into()));
-        v
-    }
-
-    /// Starts the binary and waits (bounded) until /status answers.
-    fn start(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_paycall"))
-            .env_clear()
-            .envs(self.env())
-            .arg("--config")
-            .arg(Self::routes())
-            .arg("serve")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("run paycall");
-        self.child = Some(child);
-        let started = Instant::now();
-        loop {
-            if let Ok((200, _)) = stack::http_request("GET", &self.url("/status"), None) {
-                return;
-            }
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!("paycall exited ({status}):\n{}", self.log_text());
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "paycall not ready in 30 s:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill(); // SIGKILL
-            let _ = c.wait();
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `paycall ledger --json` on the same configuration.
-    fn ledger_json(&self) -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_paycall"))
-            .env_clear()
-            .envs(self.env())
-            .arg("--config")
-            .arg(Self::routes())
-            .args(["ledger", "--json", "--since", "1d"])
-            .output()
-            .expect("run paycall ledger");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("ledger --json prints JSON")
-    }
-}
-
-impl Drop for Paycall {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn decode(v: &str) -> Value {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(v.trim())
-        .expect("base64");
-    serde_json::from_slice(&bytes).expect("json")
-}
+use support::server::enc;
 
 /// GET with a PAYMENT-SIGNATURE: status, PAYMENT-RESPONSE header, raw body.
 async fn send(url: &str, sig: &str) -> (u16, Option<String>, Vec<u8>) {
-    let r = server_support::client()
+    let r = support::server::client()
         .get(url)
         .header("PAYMENT-SIGNATURE", sig)
         .timeout(Duration::from_secs(60))
@@ -171,25 +49,11 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     let stack = LocalStack::start();
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut paycall = Paycall {
-        port: free_port(),
-        db: dir.path().join("ledger.db"),
-        stack_env: vec![
-            (
-                "PAYCALL_FACILITATOR_URL".into(),
-                stack.facilitator_url.clone(),
-            ),
-            ("PAYCALL_EVM_PAY_TO".into(), stack.pay_to.clone()),
-            ("PAYCALL_SOLANA_PAY_TO".into(), stack.solana("payTo")),
-            ("PAYCALL_UPSTREAM_SOLANA_RPC".into(), stack.solana("rpcUrl")),
-            ("PAYCALL_ALLOW_CIDRS".into(), "127.0.0.1/32".into()),
-            ("PAYCALL_UPSTREAM_BASE_RPC".into(), stack.rpc_url.clone()),
-            ("PAYCALL_LOG".into(), "info".into()),
-        ],
-        child: None,
-        log: dir.path().join("paycall.log"),
-    };
+    // The real binary on its own port and SQLite file, restarted on the same file below.
+    let mut paycall = binary::Paycall::new(&stack);
+    paycall
+        .extra_env
+        .push(("PAYCALL_INSTANCE".into(), "crash-test".into()));
     paycall.start();
     let buyer_start = stack.usdc_balance(&stack.buyer);
     let pay_to_start = stack.usdc_balance(&stack.pay_to);
@@ -206,7 +70,7 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     let in_flight = {
         let (t, s) = (target.clone(), sig.clone());
         tokio::spawn(async move {
-            server_support::client()
+            support::server::client()
                 .get(&t)
                 .header("PAYMENT-SIGNATURE", s)
                 .timeout(Duration::from_secs(60))
@@ -245,7 +109,7 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
     let b: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(s, 200, "{b}\n{}", paycall.log_text());
     assert_eq!(b["body"], "hello");
-    let receipt = decode(&receipt.expect("PAYMENT-RESPONSE on the kept reply"));
+    let receipt = decode_b64_json(&receipt.expect("PAYMENT-RESPONSE on the kept reply"));
     assert_eq!(receipt["success"], true, "{receipt}");
     assert!(
         receipt["transaction"]

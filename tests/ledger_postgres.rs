@@ -5,14 +5,9 @@
 //! error naming the URL (password hidden), 503 before any verify while serving, 402s and demos
 //! unaffected.
 
-#[path = "support/postgres.rs"]
-mod postgres;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped;
+use support::{postgres, stack, upstream};
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -23,11 +18,8 @@ use std::sync::Arc;
 use paycall::payment::ledger::{
     connect, Binding, Claim, KeptReply, LedgerUrl, NewPayment, State, Update,
 };
-use paycall::{config, server};
-use server_support::{enc, send_signed};
 use stack::LocalStack;
-
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
+use support::server::{enc, send_signed};
 
 fn payment(key: &str, route: &str, pid: Option<&str>) -> NewPayment {
     NewPayment {
@@ -164,22 +156,17 @@ async fn the_store_contract_holds_on_postgres() {
 }
 
 /// paycall with the shipped config on this ledger URL, as instance `name`.
-async fn instance(stack: &LocalStack, ledger: &str, name: &str) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let vars: Vec<(&str, String)> = vec![
-        ("PAYCALL_FACILITATOR_URL", stack.facilitator_url.clone()),
-        ("PAYCALL_EVM_PAY_TO", stack.pay_to.clone()),
-        ("PAYCALL_SOLANA_PAY_TO", SOL_PLACEHOLDER.into()),
-        ("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32".into()),
-        ("PAYCALL_UPSTREAM_BASE_RPC", stack.rpc_url.clone()),
-        ("PAYCALL_LEDGER_URL", ledger.to_string()),
-        ("PAYCALL_INSTANCE", name.to_string()),
-    ];
-    let env = move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+async fn instance(stack: &LocalStack, ledger: &str, name: &str) -> support::server::TestServer {
+    let vars = shipped::vars(
+        stack,
+        &[
+            ("PAYCALL_LEDGER_URL", ledger.to_string()),
+            ("PAYCALL_INSTANCE", name.to_string()),
+        ],
+    );
+    shipped::start(shipped::config(&shipped::routes_yaml(), vars))
+        .await
+        .0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -328,7 +315,7 @@ async fn a_database_that_is_down_stops_payments_not_the_service() {
     )
     .await;
     let target = paycall.url("/api/http?url=http%3A%2F%2F127.0.0.1%3A9%2F");
-    let (s, h, b) = server_support::get_json(&target).await;
+    let (s, h, b) = support::server::get_json(&target).await;
     assert_eq!(s, 402, "{b}");
     assert!(h.get("payment-required").is_some());
     let sig = stack
@@ -346,6 +333,6 @@ async fn a_database_that_is_down_stops_payments_not_the_service() {
     assert!(!b.to_string().contains("s3cret"));
     assert_eq!(stack.verify_calls(), 0, "no verify without a ledger row");
     assert_eq!(stack.settle_calls(), 0);
-    let (s, _, b) = server_support::get_json(&paycall.url("/api/demo/pdf")).await;
+    let (s, _, b) = support::server::get_json(&paycall.url("/api/demo/pdf")).await;
     assert_eq!(s, 200, "demos do not need the ledger: {b}");
 }

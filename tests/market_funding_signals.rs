@@ -2,45 +2,12 @@
 //! served from fixtures/market: success, the second funding source, upstream down, malformed
 //! and empty answers, bad input before any upstream call, and the demo twins.
 
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
+use support::market;
+use support::market::{close, demo_failure, demo_with};
 
 use market::Mode;
-use serde_json::Value;
-use server_support::{get_json, EVM_PAY_TO, NO_FACILITATOR};
-
-async fn demo_with(up: &market::MarketUpstreams, down: &[&str], route: &str) -> Value {
-    let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
-    let (status, _, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
-    assert_eq!(status, 200, "{body}");
-    server.shutdown().await;
-    body
-}
-
-/// A demo whose sample fails: no 200 envelope, the failure's own status and error body
-/// (`demo: true`), `Retry-After` on a 503.
-async fn demo_failure(up: &market::MarketUpstreams, down: &[&str], route: &str) -> (u16, Value) {
-    let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
-    let (status, h, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
-    server.shutdown().await;
-    assert!(status >= 400, "{status}: {body}");
-    assert_eq!(body["demo"], true, "{body}");
-    assert!(body.get("sample").is_none(), "{body}");
-    if status == 503 {
-        assert!(h.contains_key("retry-after"), "{status}: {body}");
-    }
-    (status, body)
-}
-
-fn close(v: &Value, expected: f64, tol: f64) -> bool {
-    v.as_f64()
-        .map(|x| (x - expected).abs() <= tol)
-        .unwrap_or(false)
-}
+use support::server::EVM_PAY_TO;
 
 #[tokio::test]
 async fn funding_from_okx() {
@@ -187,29 +154,20 @@ async fn signals_upstream_failures() {
     assert_eq!(env["sample"]["BTC"]["funding"]["venue"], "hyperliquid");
 }
 
-/// A real PAYMENT-SIGNATURE recorded from the official client (shape-valid; its offer is not
-/// ours, which does not matter: bad input is answered before the offer is matched).
-fn recorded_signature() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/x402-vectors/payment-signature.json");
-    let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    v["raw"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn bad_interval_is_400_before_payment_and_upstreams() {
     let up = market::start().await;
-    let fac = server_support::fake_facilitator().await;
+    let fac = support::server::fake_facilitator().await;
     let cfg = market::shipped_config(&up, &[], &fac.url, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
-    let r = server_support::client()
+    let server = support::server::start(cfg).await;
+    let r = support::server::client()
         .get(server.url("/api/signals?interval=2h"))
-        .header("PAYMENT-SIGNATURE", recorded_signature())
+        .header("PAYMENT-SIGNATURE", support::server::recorded_signature())
         .send()
         .await
         .unwrap();
     let status = r.status().as_u16();
-    let body = server_support::json_of(r).await;
+    let body = support::server::json_of(r).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["message"].as_str().unwrap().contains("interval"));
     assert_eq!(

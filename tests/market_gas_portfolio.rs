@@ -3,51 +3,19 @@
 //! success, the backup RPC, upstream down, malformed and empty answers, the address rule
 //! (400 before payment), the risk flags, and the demo twins on the shipped config.
 
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
+use support::market;
+use support::market::{close, demo_failure, demo_with};
 
 use market::Mode;
 use serde_json::Value;
-use server_support::{get_json, EVM_PAY_TO, NO_FACILITATOR};
+use support::server::{get_json, EVM_PAY_TO};
 
 const DEMO_ADDRESS: &str = "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045";
 /// Listed in the RPC fixtures with contract code on Base, nonce 0 and nothing held.
 const FRESH_CONTRACT: &str = "0x1111111111111111111111111111111111111111";
 const ETH_USD: f64 = 3421.70;
 const BTC_USD: f64 = 97012.35;
-
-async fn demo_with(up: &market::MarketUpstreams, down: &[&str], route: &str) -> Value {
-    let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
-    let (status, _, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
-    assert_eq!(status, 200, "{body}");
-    server.shutdown().await;
-    body
-}
-
-/// A demo whose sample fails: no 200 envelope, the failure's own status and error body
-/// (`demo: true`), `Retry-After` on a 503.
-async fn demo_failure(up: &market::MarketUpstreams, down: &[&str], route: &str) -> (u16, Value) {
-    let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
-    let (status, h, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
-    server.shutdown().await;
-    assert!(status >= 400, "{status}: {body}");
-    assert_eq!(body["demo"], true, "{body}");
-    assert!(body.get("sample").is_none(), "{body}");
-    if status == 503 {
-        assert!(h.contains_key("retry-after"), "{status}: {body}");
-    }
-    (status, body)
-}
-
-fn close(v: &Value, expected: f64, tol: f64) -> bool {
-    v.as_f64()
-        .map(|x| (x - expected).abs() <= tol)
-        .unwrap_or(false)
-}
 
 fn usd(gas: f64, fee_wei: f64, extra_wei: f64) -> f64 {
     (gas * fee_wei + extra_wei) / 1e18 * ETH_USD
@@ -245,7 +213,7 @@ async fn free_portfolio(
         "portfolio",
         "      - name: address\n        type: string\n        required: true\n        pattern: \"^0x[a-fA-F0-9]{40}$\"\n",
     );
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (status, h, body) =
         get_json(&server.url(&format!("/api/portfolio?address={address}"))).await;
     server.shutdown().await;
@@ -296,20 +264,12 @@ async fn portfolio_upstream_failures() {
     assert_eq!(b["upstream"], "base_rpc, base_rpc_backup");
 }
 
-/// A real PAYMENT-SIGNATURE recorded from the official client (shape-valid).
-fn recorded_signature() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/x402-vectors/payment-signature.json");
-    let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    v["raw"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn bad_addresses_are_400_before_payment_and_upstreams() {
     let up = market::start().await;
-    let fac = server_support::fake_facilitator().await;
+    let fac = support::server::fake_facilitator().await;
     let cfg = market::shipped_config(&up, &[], &fac.url, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     for q in [
         "",
         "?address=0x123",
@@ -317,14 +277,14 @@ async fn bad_addresses_are_400_before_payment_and_upstreams() {
         "?address=0xd8dA6BF26964aF9D7eEd9e03E53415D37aA9604G",
         "?address=0xd8dA6BF26964aF9D7eEd9e03E53415D37aA960451",
     ] {
-        let r = server_support::client()
+        let r = support::server::client()
             .get(server.url(&format!("/api/portfolio{q}")))
-            .header("PAYMENT-SIGNATURE", recorded_signature())
+            .header("PAYMENT-SIGNATURE", support::server::recorded_signature())
             .send()
             .await
             .unwrap();
         let status = r.status().as_u16();
-        let body = server_support::json_of(r).await;
+        let body = support::server::json_of(r).await;
         assert_eq!(status, 400, "{q}: {body}");
         assert!(
             body["message"].as_str().unwrap().contains("address"),
@@ -332,7 +292,7 @@ async fn bad_addresses_are_400_before_payment_and_upstreams() {
         );
     }
     // Unpaid, whatever the input: 402 (auditors probe without parameters).
-    let r = server_support::client()
+    let r = support::server::client()
         .get(server.url("/api/portfolio"))
         .send()
         .await

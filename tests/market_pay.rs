@@ -3,19 +3,15 @@
 //! A successful answer settles once and moves exactly the price; an upstream failure (502/503)
 //! is verified but never settled, and the buyer keeps the money.
 
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
+mod support;
+use support::{market, stack};
 
 use market::Mode;
 use serde_json::Value;
 use stack::LocalStack;
 
 async fn send_signed(url: &str, sig: &str) -> (u16, Value) {
-    let resp = server_support::client()
+    let resp = support::server::client()
         .get(url)
         .header("PAYMENT-SIGNATURE", sig)
         .send()
@@ -34,7 +30,7 @@ async fn market_routes_charge_only_for_answers() {
     let stack = LocalStack::start();
     let up = market::start().await;
     let cfg = market::shipped_config(&up, &[], &stack.facilitator_url, &stack.pay_to);
-    let paycall = server_support::start(cfg).await;
+    let paycall = support::server::start(cfg).await;
 
     // Charged: /api/pulse answers 200 and settles exactly 0.005 USDC once.
     let paid = stack

@@ -2,18 +2,16 @@
 //! fixtures/market by a local server: success, second source, upstream down, malformed and
 //! empty answers, the unpaid 402, the demo twin, and the shared upstream cache.
 
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
+use support::market;
 
 use market::Mode;
 use serde_json::Value;
-use server_support::{get_json, EVM_PAY_TO, NO_FACILITATOR};
+use support::server::{get_json, EVM_PAY_TO, NO_FACILITATOR};
 
 async fn demo_with(up: &market::MarketUpstreams, down: &[&str]) -> (u16, Value) {
     let cfg = market::shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (status, _, body) = get_json(&server.url("/api/demo/pulse")).await;
     server.shutdown().await;
     (status, body)
@@ -99,7 +97,7 @@ async fn one_source_unreachable_and_the_other_garbage_is_503_with_retry_after() 
     let up = market::start().await;
     up.set("coingecko", Mode::Malformed);
     let cfg = market::shipped_config(&up, &["coinbase_exchange"], NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (status, h, b) = get_json(&server.url("/api/demo/pulse")).await;
     server.shutdown().await;
     assert_eq!(status, 503, "{b}");
@@ -140,8 +138,8 @@ async fn malformed_and_empty_answers_are_502() {
 async fn unpaid_pulse_is_402_without_upstream_work() {
     let up = market::start().await;
     let cfg = market::shipped_config(&up, &[], NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
-    let r = server_support::client()
+    let server = support::server::start(cfg).await;
+    let r = support::server::client()
         .get(server.url("/api/pulse"))
         .send()
         .await
@@ -183,7 +181,7 @@ async fn unpaid_pulse_is_402_without_upstream_work() {
 async fn spot_answers_are_cached_for_the_route_ttl() {
     let up = market::start().await;
     let (_dir, cfg) = market::free_route_config(&up, &[], "pulse", "");
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (s1, _, a) = get_json(&server.url("/api/pulse")).await;
     let (s2, _, b) = get_json(&server.url("/api/pulse")).await;
     assert_eq!((s1, s2), (200, 200), "{a} {b}");

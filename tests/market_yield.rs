@@ -3,14 +3,12 @@
 //! Python ranking of the same fixture, bad filter values answered 400 before payment, the
 //! upstream cache, and down/malformed/empty upstreams.
 
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
+use support::market;
 
 use market::Mode;
 use serde_json::Value;
-use server_support::{get_json, EVM_PAY_TO, NO_FACILITATOR};
+use support::server::{get_json, EVM_PAY_TO, NO_FACILITATOR};
 
 const INPUT: &str = r#"      - name: chain
         type: string
@@ -36,7 +34,7 @@ fn projects(b: &Value) -> Vec<String> {
 async fn yield_demo_ranks_and_documents() {
     let up = market::start().await;
     let cfg = market::shipped_config(&up, &[], NO_FACILITATOR, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (status, _, env) = get_json(&server.url("/api/demo/yield")).await;
     server.shutdown().await;
     assert_eq!(status, 200);
@@ -92,7 +90,7 @@ async fn yield_demo_ranks_and_documents() {
 
 async fn free_yield(up: &market::MarketUpstreams, down: &[&str], query: &str) -> (u16, Value) {
     let (_dir, cfg) = market::free_route_config(up, down, "yield", INPUT);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (status, _, body) = get_json(&server.url(&format!("/api/yield{query}"))).await;
     server.shutdown().await;
     (status, body)
@@ -133,20 +131,12 @@ async fn filters_chain_stablecoin_min_tvl_limit() {
     assert_eq!(b["count"], 0);
 }
 
-/// A real PAYMENT-SIGNATURE recorded from the official client (shape-valid).
-fn recorded_signature() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/x402-vectors/payment-signature.json");
-    let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    v["raw"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn bad_filter_values_are_400_before_payment_and_upstream() {
     let up = market::start().await;
-    let fac = server_support::fake_facilitator().await;
+    let fac = support::server::fake_facilitator().await;
     let cfg = market::shipped_config(&up, &[], &fac.url, EVM_PAY_TO);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     for (q, word) in [
         ("limit=0", "limit"),
         ("limit=101", "limit"),
@@ -160,14 +150,14 @@ async fn bad_filter_values_are_400_before_payment_and_upstream() {
             "chain",
         ),
     ] {
-        let r = server_support::client()
+        let r = support::server::client()
             .get(server.url(&format!("/api/yield?{q}")))
-            .header("PAYMENT-SIGNATURE", recorded_signature())
+            .header("PAYMENT-SIGNATURE", support::server::recorded_signature())
             .send()
             .await
             .unwrap();
         let status = r.status().as_u16();
-        let body = server_support::json_of(r).await;
+        let body = support::server::json_of(r).await;
         assert_eq!(status, 400, "{q}: {body}");
         assert!(
             body["message"].as_str().unwrap().contains(word),
@@ -186,7 +176,7 @@ async fn bad_filter_values_are_400_before_payment_and_upstream() {
 async fn the_pool_list_is_cached_between_calls() {
     let up = market::start().await;
     let (_dir, cfg) = market::free_route_config(&up, &[], "yield", INPUT);
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     for q in ["", "?chain=Ethereum", "?limit=5"] {
         let (s, _, b) = get_json(&server.url(&format!("/api/yield{q}"))).await;
         assert_eq!(s, 200, "{b}");

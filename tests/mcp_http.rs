@@ -1,11 +1,10 @@
 //! /mcp's framing through the real server, no payment stack: what a malformed, foreign or
 //! unsupported request gets, and the free methods. Paid calls are in tests/mcp_pay.rs.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::{json, Value};
-use server_support::*;
+use support::server::*;
 
 const ROUTES: &str = r#"routes:
   - path: /api/echo
@@ -25,10 +24,6 @@ const ROUTES: &str = r#"routes:
     summary: Free ping
     pipeline: ping
 "#;
-
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
-const PING: &str =
-    "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n";
 
 async fn post(
     url: &str,

@@ -7,16 +7,8 @@
 //! route's answer, the receipt in `_meta["x402/payment-response"]`, exactly one settle, the
 //! price moved on chain; a not-charged outcome never settles and moves nothing.
 
-#[path = "support/clients.rs"]
-mod clients;
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::{clients, market, stack, upstream};
 
 use serde_json::{json, Value};
 

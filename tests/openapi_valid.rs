@@ -3,26 +3,15 @@
 //! validator (Python `openapi-spec-validator`, pinned in tests/requirements.txt and installed in
 //! tests/.venv by scripts/setup.sh). A missing venv fails the test: it never skips.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use paycall::config;
 use paycall::server;
-
-fn venv_python() -> PathBuf {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
-    assert!(
-        py.exists(),
-        "{} is missing: run scripts/setup.sh (it makes tests/.venv with tests/requirements.txt)",
-        py.display()
-    );
-    py
-}
 
 /// Runs the validator on `doc`; the validator's own words on failure.
 fn validate(doc: &Value, what: &str) {
@@ -37,7 +26,7 @@ errors = [f\"{'/'.join(str(p) for p in e.absolute_path)}: {e.message}\" for e in
 print('\\n'.join(errors))\n\
 validate(doc)\n\
 print('valid')\n";
-    let mut child = Command::new(venv_python())
+    let mut child = Command::new(support::clients::venv_python())
         .arg("-c")
         .arg(script)
         .arg(&file)
@@ -67,8 +56,8 @@ print('valid')\n";
 }
 
 async fn served_openapi(app: server::App) -> Value {
-    let srv = server_support::start_app(app).await;
-    let (status, _, doc) = server_support::get_json(&srv.url("/openapi.json")).await;
+    let srv = support::server::start_app(app).await;
+    let (status, _, doc) = support::server::get_json(&srv.url("/openapi.json")).await;
     assert_eq!(status, 200);
     srv.shutdown().await;
     doc
@@ -77,8 +66,8 @@ async fn served_openapi(app: server::App) -> Value {
 #[tokio::test]
 async fn the_shipped_openapi_document_is_valid_openapi_3_1() {
     let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let cfg =
-        config::load_with_env(&routes, &server_support::test_env).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = config::load_with_env(&routes, &support::server::test_env)
+        .unwrap_or_else(|e| panic!("{e}"));
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
     let doc = served_openapi(app).await;
@@ -124,17 +113,17 @@ async fn an_openapi_document_with_every_parameter_kind_is_valid() {
     summary: Free ping
     pipeline: ping
 ",
-        server_support::service_yaml("http://127.0.0.1:9", 30, 10, &[])
+        support::server::service_yaml("http://127.0.0.1:9", 30, 10, &[])
     );
-    let dir = server_support::write_config(
+    let dir = support::server::write_config(
         &yaml,
         &[
             ("paid_static", "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n"),
             ("ping", "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n"),
         ],
     );
-    let cfg = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let app = server_support::build(cfg).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let app = support::server::build(cfg).unwrap_or_else(|e| panic!("{e}"));
     let doc = served_openapi(app).await;
     validate(&doc, "every parameter kind");
     x402scan_conventions(&doc);

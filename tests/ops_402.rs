@@ -3,14 +3,13 @@
 //! answer for every method and probe, the Solana offer appears with its feePayer once the
 //! facilitator names one (without a restart), and a changed feePayer is in the next 402s.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use base64::Engine;
 use serde_json::{json, Value};
-use server_support::*;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::server::*;
 use warp::Filter;
 
 const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";

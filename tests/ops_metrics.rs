@@ -1,35 +1,21 @@
 //! /metrics on the admin listener, scraped around real calls with the SHIPPED routes.yaml and the
-//! local payment stack (chain, official facilitator and client, as tests/pay_http_fetch.rs): a
+//! local payment stack (chain, official facilitator and client, as tests/http_fetch_pay.rs): a
 //! paid call, a call refused by the guard after verify, and demo calls move the counters by
 //! exactly what they should, and nothing else that they should not.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::server::scrape;
+use support::shipped;
+use support::{stack, upstream};
 
-use paycall::ops::metrics::parse_exposition;
 use paycall::ops::reload::Live;
-use paycall::{config, server};
-use server_support::{client, enc, send_signed};
+use paycall::server;
 use stack::LocalStack;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
+use support::server::{client, enc, send_signed};
 
 type Scrape = BTreeMap<String, f64>;
-
-async fn scrape(admin: &str) -> Scrape {
-    let r = client()
-        .get(format!("{admin}/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    parse_exposition(&r.text().await.unwrap())
-}
 
 /// How much each series moved between two scrapes (series that did not move are left out).
 fn moved(before: &Scrape, after: &Scrape) -> BTreeMap<String, f64> {
@@ -61,40 +47,12 @@ async fn a_paid_a_refused_and_a_demo_call_move_the_counters_exactly() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
 
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = shipped::config(&shipped::routes_yaml(), shipped::vars(&stack, &[]));
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
     let live = Live::new(Arc::new(app), None);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let admin_url = format!("http://{}", admin.local_addr().unwrap());
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server::serve_live(
-        live,
-        listener,
-        Some(admin),
-        async move {
-            let _ = rx.await;
-        },
-    ));
-
-    let admin = admin_url;
+    let srv = support::server::start_live(live).await;
+    let (base, admin) = (srv.base.clone(), srv.admin.clone());
 
     // 1. A paid call, charged: the official client's unpaid probe (a 402 challenge), then the
     //    paid request (verify, settle), 10000 atomic units of USDC on Base.
@@ -237,9 +195,5 @@ async fn a_paid_a_refused_and_a_demo_call_move_the_counters_exactly() {
         ])
     );
 
-    let _ = stop.send(());
-    tokio::time::timeout(std::time::Duration::from_secs(30), task)
-        .await
-        .expect("stops")
-        .unwrap();
+    srv.shutdown(std::time::Duration::from_secs(30)).await;
 }

@@ -3,15 +3,12 @@
 //! answers with the located error; /status and the admin listener show the config's hash; the
 //! admin /metrics counts the 402s and reloads exactly.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
-use paycall::ops::metrics::parse_exposition;
 use paycall::ops::reload::Live;
-use paycall::server;
 use serde_json::Value;
-use server_support::*;
 use std::sync::Arc;
+use support::server::*;
 
 const PAID: &str = "name: paid\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { ok: true } }\n  - stage: bill\n  - stage: settle\n";
 
@@ -22,39 +19,14 @@ fn routes_yaml(price: &str) -> String {
     )
 }
 
-struct Running {
-    base: String,
-    admin: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-async fn start_live(dir: &ConfigDir) -> Running {
+async fn start_reloadable(dir: &ConfigDir) -> LiveServer {
     let cfg = load(dir).unwrap_or_else(|e| panic!("{e}"));
     let app = Arc::new(build(cfg).unwrap_or_else(|e| panic!("{e}")));
     let path = dir.routes.clone();
     let loader: paycall::ops::reload::Loader =
         Arc::new(move || paycall::config::load_with_env(&path, &test_env));
     let live = Live::with_registry(app, Some(loader), registry());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let admin_url = format!("http://{}", admin.local_addr().unwrap());
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server::serve_live(
-        live,
-        listener,
-        Some(admin),
-        async move {
-            let _ = rx.await;
-        },
-    ));
-    Running {
-        base,
-        admin: admin_url,
-        stop,
-        task,
-    }
+    start_live(live).await
 }
 
 async fn amount(base: &str) -> String {
@@ -68,24 +40,10 @@ async fn amount(base: &str) -> String {
     v["accepts"][0]["amount"].as_str().unwrap().to_string()
 }
 
-async fn scrape(admin: &str) -> std::collections::BTreeMap<String, f64> {
-    let r = client()
-        .get(format!("{admin}/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    assert!(r.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/plain; version=0.0.4"));
-    parse_exposition(&r.text().await.unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_price_change_is_in_the_next_402_and_a_broken_file_keeps_the_old_one() {
     let dir = write_config(&routes_yaml("0.01"), &[("paid", PAID)]);
-    let srv = start_live(&dir).await;
+    let srv = start_reloadable(&dir).await;
     assert_eq!(amount(&srv.base).await, "10000");
 
     let (_, _, status) = get_json(&format!("{}/status", srv.base)).await;
@@ -186,9 +144,5 @@ async fn a_price_change_is_in_the_next_402_and_a_broken_file_keeps_the_old_one()
     let hash3 = cfg["config"]["hash"].as_str().unwrap();
     assert_eq!(m[&format!(r#"paycall_config_info{{hash="{hash3}"}}"#)], 1.0);
 
-    let _ = srv.stop.send(());
-    tokio::time::timeout(std::time::Duration::from_secs(15), srv.task)
-        .await
-        .expect("stops")
-        .unwrap();
+    srv.shutdown(std::time::Duration::from_secs(15)).await;
 }

@@ -5,32 +5,19 @@
 //! `service.shutdown_grace_s`. The same after a live reload (SIGHUP with a new price) that
 //! happened while the call was in flight: the call finishes on the old price.
 
-#[path = "support/binary.rs"]
-mod binary;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::server::decode_b64_json;
+use support::{binary, stack, upstream};
 
-use base64::Engine;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 use binary::Paycall;
-use server_support::enc;
 use stack::LocalStack;
+use support::server::enc;
 
 /// How long the facilitator holds each /settle answer (it settles on chain first).
 const SETTLE_HOLD_MS: u64 = 4_000;
-
-fn decode(v: &str) -> Value {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(v.trim())
-        .expect("base64");
-    serde_json::from_slice(&bytes).expect("json")
-}
 
 /// `service.shutdown_grace_s` of the configuration the binary runs.
 fn grace_of(paycall: &Paycall) -> Duration {
@@ -45,7 +32,7 @@ fn grace_of(paycall: &Paycall) -> Duration {
 
 /// The amount of the first offer in an unpaid 402 of `url`.
 async fn offered_amount(url: &str) -> String {
-    let r = server_support::client().get(url).send().await.unwrap();
+    let r = support::server::client().get(url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 402);
     let v: Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
     v["accepts"][0]["amount"].as_str().unwrap().to_string()
@@ -60,7 +47,7 @@ struct Answer {
 
 fn paid_request(url: String, sig: String) -> tokio::task::JoinHandle<Answer> {
     tokio::spawn(async move {
-        let r = server_support::client()
+        let r = support::server::client()
             .get(&url)
             .header("PAYMENT-SIGNATURE", sig)
             .timeout(Duration::from_secs(60))
@@ -72,7 +59,7 @@ fn paid_request(url: String, sig: String) -> tokio::task::JoinHandle<Answer> {
             .headers()
             .get("payment-response")
             .and_then(|v| v.to_str().ok())
-            .map(decode);
+            .map(decode_b64_json);
         let body =
             serde_json::from_slice(&r.bytes().await.unwrap_or_default()).unwrap_or(Value::Null);
         Answer {

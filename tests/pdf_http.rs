@@ -7,14 +7,10 @@
 //! corrupt / image-only, 502, 504 download or parse timeout — is checked against what the
 //! facilitator saw: no settle call, nothing moved. The demo twin reads the service's own sample.
 
-#[path = "pdf_support/mod.rs"]
-mod pdf_support;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped;
+use support::shipped::send_fresh;
+use support::{stack, upstream};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,15 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use paycall::{config, server};
 use stack::LocalStack;
 use warp::http::{HeaderValue, StatusCode};
 use warp::reply::Response;
 use warp::Filter;
 
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
-
-use server_support::enc;
+use support::server::enc;
 
 /// A copy of the shipped configuration (routes.yaml, pipelines/, static/) with `edit` applied
 /// to pipelines/pdf.yaml.
@@ -54,25 +47,10 @@ fn shipped_copy(edit: impl Fn(String) -> String) -> tempfile::TempDir {
     dir
 }
 
-async fn paycall_at(routes: PathBuf, stack: &LocalStack) -> server_support::TestServer {
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+async fn paycall_at(routes: PathBuf, stack: &LocalStack) -> support::server::TestServer {
+    shipped::start(shipped::config(&routes, shipped::vars(stack, &[])))
+        .await
+        .0
 }
 
 struct PdfUpstream {
@@ -108,7 +86,7 @@ async fn pdf_upstream(generated: HashMap<&'static str, Vec<u8>>) -> PdfUpstream 
     let files = warp::path("f")
         .and(warp::path::tail())
         .map(|tail: warp::path::Tail| {
-            match std::fs::read(pdf_support::fixtures().join(tail.as_str())) {
+            match std::fs::read(support::pdf::fixtures().join(tail.as_str())) {
                 Ok(b) => resp(200, "application/pdf", b),
                 Err(_) => resp(404, "text/plain", "no such file"),
             }
@@ -170,19 +148,7 @@ async fn pdf_upstream(generated: HashMap<&'static str, Vec<u8>>) -> PdfUpstream 
             .or(slow)
             .unify(),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind upstream");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = support::net::serve(routes).await;
     PdfUpstream {
         base: format!("http://{addr}"),
         hits,
@@ -190,27 +156,14 @@ async fn pdf_upstream(generated: HashMap<&'static str, Vec<u8>>) -> PdfUpstream 
     }
 }
 
-use server_support::send_signed;
+use support::server::send_signed;
 
 fn known_lines(name: &str) -> Vec<String> {
-    std::fs::read_to_string(pdf_support::fixtures().join(format!("corpus/{name}.txt")))
+    std::fs::read_to_string(support::pdf::fixtures().join(format!("corpus/{name}.txt")))
         .unwrap()
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-/// Signs a payment for exactly this call and sends it: the ledger binds a payment to the call
-/// it was first presented for, so each failing call below pays with its own signature.
-async fn send_fresh(
-    stack: &LocalStack,
-    url: &str,
-) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
-    let sig = stack
-        .sign_only_async(url, "GET", None)
-        .await
-        .payment_signature;
-    send_signed(url, &sig).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,7 +178,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
 
     // Unpaid: 402 with the price; no download.
     let url = format!("{base}?url={}", enc(&up.url("/f/corpus/two-column.pdf")));
-    let r = server_support::client().get(&url).send().await.unwrap();
+    let r = support::server::client().get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 402);
     assert_eq!(up.hits.load(Ordering::SeqCst), 0);
     assert_eq!(stack.verify_calls() + stack.settle_calls(), 0);
@@ -366,7 +319,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
     // Demo twin: the service's own sample, read from disk, free.
     stack.reset_calls();
     let hits_before = up.hits.load(Ordering::SeqCst);
-    let (s, _, d) = server_support::get_json(&paycall.url("/api/demo/pdf")).await;
+    let (s, _, d) = support::server::get_json(&paycall.url("/api/demo/pdf")).await;
     assert_eq!(s, 200, "{d}");
     assert_eq!(d["demo"], true);
     assert_eq!(d["sample_status"], 200, "{d}");
@@ -380,7 +333,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
     assert_eq!(stack.verify_calls() + stack.settle_calls(), 0);
     assert_eq!(up.hits.load(Ordering::SeqCst), hits_before);
     // The sample itself is served as a PDF.
-    let r = server_support::client()
+    let r = support::server::client()
         .get(paycall.url("/samples/paycall-sample.pdf"))
         .send()
         .await
@@ -395,7 +348,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
             .as_slice()
     );
     // Discovery: every parameter and error of /api/pdf, the llms.txt lines.
-    let (s, _, api) = server_support::get_json(&paycall.url("/openapi.json")).await;
+    let (s, _, api) = support::server::get_json(&paycall.url("/openapi.json")).await;
     assert_eq!(s, 200);
     let op = &api["paths"]["/api/pdf"]["get"];
     let params: Vec<&str> = op["parameters"]
@@ -415,7 +368,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
             op["responses"]
         );
     }
-    let r = server_support::client()
+    let r = support::server::client()
         .get(paycall.url("/llms.txt"))
         .send()
         .await
@@ -429,7 +382,7 @@ async fn pdf_is_paid_for_text_and_never_for_a_refusal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_parse_budget_gives_partial_text_charged_or_504_not_charged() {
-    use pdf_support::{heavy_content, pages_pdf, text_op};
+    use support::pdf::{heavy_content, pages_pdf, text_op};
     let stack = LocalStack::start();
     let mut generated = HashMap::new();
     generated.insert(

@@ -2,10 +2,9 @@
 //! content type, a missing or oversized file refused at startup with its path, and `own_file`
 //! handing a demo run the service's own file (paid runs always fetch: tests/pdf_http.rs).
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
-use server_support::*;
+use support::server::*;
 
 const PIPELINES: &[(&str, &str)] = &[
     (

@@ -2,13 +2,12 @@
 //! caps, the parse budget inside the work, the refusal codes, and hostile or mangled files
 //! (never a panic: `extract` itself is called, not the catch_unwind wrapper).
 
-#[path = "pdf_support/mod.rs"]
-mod pdf_support;
+mod support;
 
 use paycall::pdf::{extract, Options, PdfError, Truncation};
-use pdf_support::*;
 use std::collections::HashMap;
 use std::time::Duration;
+use support::pdf::*;
 
 fn words(s: &str) -> Vec<String> {
     s.split(|c: char| !c.is_alphanumeric())

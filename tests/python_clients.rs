@@ -11,37 +11,19 @@
 //! trace (one verify, one settle, whose transaction is the receipt's) and the buyer's and payTo's
 //! USDC balances on chain. A missing venv fails the tests: they never skip.
 
-#[path = "support/clients.rs"]
-mod clients;
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::{clients, market, stack, upstream};
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use clients::{assert_charged, assert_not_charged, balances};
+use clients::{assert_charged, balances};
 use stack::LocalStack;
 
 /// Bound on one client run: Python start-up with web3 is ~2 s, a paid call a few seconds.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn venv_python() -> PathBuf {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
-    assert!(
-        py.exists(),
-        "{} is missing: run scripts/setup.sh (it makes tests/.venv with tests/requirements.txt)",
-        py.display()
-    );
-    py
-}
 
 /// Runs tests/clients/<script> with the venv's Python, bounded, off the async runtime; its
 /// JSON line, or a panic with what it printed.
@@ -50,7 +32,7 @@ async fn run_client(script: &'static str, args: Vec<String>) -> Value {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/clients")
             .join(script);
-        let mut cmd = Command::new(venv_python());
+        let mut cmd = Command::new(support::clients::venv_python());
         cmd.arg(path)
             .args(&args)
             .env("PYTHONDONTWRITEBYTECODE", "1");
@@ -69,95 +51,33 @@ async fn the_python_x402_http_clients_pay_routes_on_chain() {
     let paycall = clients::paycall_on_stack(&stack, &market).await;
     let key = stack.buyer_key.clone();
 
-    // httpx (async): GET /api/fetch.
-    let url = format!(
-        "{}?url={}",
-        paycall.url("/api/fetch"),
-        server_support::enc(&up.url("/article"))
-    );
-    let before = balances(&stack);
-    let out = run_client(
-        "x402_http.py",
-        vec![
+    // httpx (async) for the GETs, requests (sync) for the POST with a JSON body.
+    let outs = clients::http_client_pays(&stack, &paycall, &up, &canary, "x402 python", |call| {
+        let lib = if call.body.is_some() {
+            "requests"
+        } else {
+            "httpx"
+        };
+        let mut args: Vec<String> = vec![
             "--client".into(),
-            "httpx".into(),
+            lib.into(),
             "--url".into(),
-            url.clone(),
+            call.url,
             "--key".into(),
             key.clone(),
-        ],
-    )
+        ];
+        if let Some(body) = call.body {
+            args.extend(["--method".into(), "POST".into(), "--body".into(), body]);
+        }
+        run_client("x402_http.py", args)
+    })
     .await;
-    assert_eq!(out["status"], 200, "{out}");
-    assert_eq!(out["body"]["format"], "markdown", "{out}");
-    assert!(out["body"]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .contains("The harbour was quiet that morning"));
-    assert_eq!(out["payload"]["accepted"]["amount"], "20000", "{out}");
-    assert_charged(
-        &stack,
-        "httpx /api/fetch",
-        &out["paymentResponse"],
-        before,
-        20_000,
+    // The payment the client made: the route's price in atomic units.
+    assert_eq!(
+        outs[0]["payload"]["accepted"]["amount"], "20000",
+        "{}",
+        outs[0]
     );
-
-    // requests (sync): POST /api/extract with a JSON body (an object field).
-    stack.reset_calls();
-    let body = json!({ "url": up.url("/article"), "fields": { "headline": "h1" } }).to_string();
-    let before = balances(&stack);
-    let out = run_client(
-        "x402_http.py",
-        vec![
-            "--client".into(),
-            "requests".into(),
-            "--url".into(),
-            paycall.url("/api/extract"),
-            "--key".into(),
-            key.clone(),
-            "--method".into(),
-            "POST".into(),
-            "--body".into(),
-            body,
-        ],
-    )
-    .await;
-    assert_eq!(out["status"], 200, "{out}");
-    assert!(out["body"]["fields"]["headline"].is_string(), "{out}");
-    assert_charged(
-        &stack,
-        "requests /api/extract",
-        &out["paymentResponse"],
-        before,
-        15_000,
-    );
-
-    // A call that is not charged (the page is missing): the route's error, no settle, no money.
-    stack.reset_calls();
-    let url = format!(
-        "{}?url={}",
-        paycall.url("/api/fetch"),
-        server_support::enc(&up.url("/missing"))
-    );
-    let before = balances(&stack);
-    let out = run_client(
-        "x402_http.py",
-        vec![
-            "--client".into(),
-            "httpx".into(),
-            "--url".into(),
-            url,
-            "--key".into(),
-            key,
-        ],
-    )
-    .await;
-    assert!(out["status"].as_u64().unwrap_or(0) >= 400, "{out}");
-    assert!(out["body"]["error"].is_string(), "{out}");
-    assert_eq!(out["paymentResponse"], Value::Null, "{out}");
-    assert_not_charged(&stack, "httpx /api/fetch of a missing page", before);
-    assert_eq!(canary.hits(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,13 +2,12 @@
 //! sent back), route, status, whether it was charged and the time it took — paid routes' 402s,
 //! demo twins (first run, cached hit and 429 alike, never charged), /status, discovery and 404s.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
 use serde_json::Value;
-use server_support::*;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use support::server::*;
 
 /// Collects the JSON log lines of the whole test binary.
 #[derive(Clone, Default)]
@@ -45,7 +44,6 @@ const ROUTES: &str = r#"routes:
       ttl_s: 600
       describe: a fixed answer
 "#;
-const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_is_logged_once_with_its_id_and_demos_are_not_charged() {

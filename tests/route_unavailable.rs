@@ -3,11 +3,10 @@
 //! OPTIONS, and with a payment attached, which never reaches the facilitator), and says so in
 //! /status, /openapi.json, /llms.txt and /.well-known/x402. Routes that can work keep their 402.
 
-#[path = "support/server.rs"]
-mod server_support;
+mod support;
 
-use server_support::*;
 use std::sync::atomic::Ordering;
+use support::server::*;
 
 #[tokio::test]
 async fn a_route_without_its_provider_key_answers_503_before_any_challenge() {

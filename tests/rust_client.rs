@@ -8,23 +8,14 @@
 //! once. It is not a dev-dependency of paycall: it pulls alloy and a reqwest with other TLS
 //! features, several minutes of compiling that no other test needs.
 
-#[path = "support/clients.rs"]
-mod clients;
-#[path = "support/market.rs"]
-mod market;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::{clients, market, stack, upstream};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use clients::{assert_charged, assert_not_charged, balances};
 use stack::LocalStack;
 
 /// A clean build of the client takes ~3 min on 2 cores; bounded well above that.
@@ -75,72 +66,13 @@ async fn the_rust_x402_reqwest_client_pays_routes_on_chain() {
     let paycall = clients::paycall_on_stack(&stack, &market).await;
     let key = stack.buyer_key.clone();
 
-    // GET /api/fetch.
-    let url = format!(
-        "{}?url={}",
-        paycall.url("/api/fetch"),
-        server_support::enc(&up.url("/article"))
-    );
-    let before = balances(&stack);
-    let out = pay(&bin, vec!["--url".into(), url, "--key".into(), key.clone()]).await;
-    assert_eq!(out["status"], 200, "{out}");
-    assert_eq!(out["body"]["format"], "markdown", "{out}");
-    assert!(out["body"]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .contains("The harbour was quiet that morning"));
-    assert_charged(
-        &stack,
-        "x402-reqwest GET /api/fetch",
-        &out["paymentResponse"],
-        before,
-        20_000,
-    );
-
-    // POST /api/extract with a JSON body: the middleware repeats the body with the payment.
-    stack.reset_calls();
-    let body = json!({ "url": up.url("/article"), "fields": { "headline": "h1" } }).to_string();
-    let before = balances(&stack);
-    let out = pay(
-        &bin,
-        vec![
-            "--url".into(),
-            paycall.url("/api/extract"),
-            "--key".into(),
-            key.clone(),
-            "--method".into(),
-            "POST".into(),
-            "--body".into(),
-            body,
-        ],
-    )
+    // A POST with a JSON body: the middleware repeats the body with the payment.
+    clients::http_client_pays(&stack, &paycall, &up, &canary, "x402-reqwest", |call| {
+        let mut args: Vec<String> = vec!["--url".into(), call.url, "--key".into(), key.clone()];
+        if let Some(body) = call.body {
+            args.extend(["--method".into(), "POST".into(), "--body".into(), body]);
+        }
+        pay(&bin, args)
+    })
     .await;
-    assert_eq!(out["status"], 200, "{out}");
-    assert!(out["body"]["fields"]["headline"].is_string(), "{out}");
-    assert_charged(
-        &stack,
-        "x402-reqwest POST /api/extract",
-        &out["paymentResponse"],
-        before,
-        15_000,
-    );
-
-    // Not charged (the page is missing): the route's error, no settlement, no money moved.
-    stack.reset_calls();
-    let url = format!(
-        "{}?url={}",
-        paycall.url("/api/fetch"),
-        server_support::enc(&up.url("/missing"))
-    );
-    let before = balances(&stack);
-    let out = pay(&bin, vec!["--url".into(), url, "--key".into(), key]).await;
-    assert!(out["status"].as_u64().unwrap_or(0) >= 400, "{out}");
-    assert!(out["body"]["error"].is_string(), "{out}");
-    assert_eq!(out["paymentResponse"], Value::Null, "{out}");
-    assert_not_charged(
-        &stack,
-        "x402-reqwest GET /api/fetch of a missing page",
-        before,
-    );
-    assert_eq!(canary.hits(), 0);
 }

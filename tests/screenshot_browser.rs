@@ -6,12 +6,8 @@
 //! free (no payment stages) so these tests exercise the browser alone; billing is in
 //! tests/screenshot_pay.rs.
 
-#[path = "support/pages.rs"]
-mod pages;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::{pages, upstream};
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -44,7 +40,7 @@ fn routes_yaml(chromium: Option<&str>) -> String {
     };
     format!(
         "{}guard:\n  allow_cidrs: [\"127.0.0.1/32\"]\nroutes:\n{}{}{}",
-        server_support::service_yaml(server_support::NO_FACILITATOR, 30, 10, &[]),
+        support::server::service_yaml(support::server::NO_FACILITATOR, 30, 10, &[]),
         route("/api/shot", ""),
         route("/api/shot-small", ", max_image_bytes: 60000"),
         route("/api/shot-quick", ", nav_timeout_ms: 1500"),
@@ -52,8 +48,8 @@ fn routes_yaml(chromium: Option<&str>) -> String {
 }
 
 struct Env {
-    _dir: server_support::ConfigDir,
-    server: server_support::TestServer,
+    _dir: support::server::ConfigDir,
+    server: support::server::TestServer,
     browsers: std::sync::Arc<Browsers>,
     pages: pages::Pages,
     canary: upstream::Canary,
@@ -62,11 +58,11 @@ struct Env {
 async fn env() -> Env {
     let canary = upstream::canary("127.0.0.2").await;
     let pages = pages::start(canary.addr).await;
-    let dir = server_support::write_config(&routes_yaml(None), &[("shot", PIPELINE)]);
-    let config = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let app = server_support::build(config).unwrap_or_else(|e| panic!("{e}"));
+    let dir = support::server::write_config(&routes_yaml(None), &[("shot", PIPELINE)]);
+    let config = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let app = support::server::build(config).unwrap_or_else(|e| panic!("{e}"));
     let browsers = app.services.get::<Browsers>().expect("browser service");
-    let server = server_support::start_app(app).await;
+    let server = support::server::start_app(app).await;
     Env {
         _dir: dir,
         server,
@@ -76,7 +72,7 @@ async fn env() -> Env {
     }
 }
 
-use server_support::enc;
+use support::server::enc;
 
 impl Env {
     async fn shot(&self, route: &str, page: &str, extra: &str) -> (u16, Value) {
@@ -93,7 +89,7 @@ impl Env {
             .await
             .expect("request");
         let status = resp.status().as_u16();
-        (status, server_support::json_of(resp).await)
+        (status, support::server::json_of(resp).await)
     }
 }
 
@@ -405,13 +401,13 @@ async fn shutdown_leaves_no_browser_process_behind() {
 async fn without_chromium_the_service_starts_and_the_route_answers_503() {
     let canary = upstream::canary("127.0.0.2").await;
     let pages = pages::start(canary.addr).await;
-    let dir = server_support::write_config(
+    let dir = support::server::write_config(
         &routes_yaml(Some("/nonexistent/chromium")),
         &[("shot", PIPELINE)],
     );
-    let config = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let server = server_support::start(config).await;
-    let (s, _, status) = server_support::get_json(&server.url("/status")).await;
+    let config = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let server = support::server::start(config).await;
+    let (s, _, status) = support::server::get_json(&server.url("/status")).await;
     assert_eq!(s, 200);
     let route = status["routes"]
         .as_array()
@@ -427,7 +423,7 @@ async fn without_chromium_the_service_starts_and_the_route_answers_503() {
         "{reason}"
     );
     let url = server.url(&format!("/api/shot?url={}", enc(&pages.url("/plain"))));
-    let (s, _, b) = server_support::get_json(&url).await;
+    let (s, _, b) = support::server::get_json(&url).await;
     assert_eq!(s, 503, "{b}");
     assert_eq!(b["error"], "screenshot_unavailable");
     assert!(b["message"]
@@ -446,13 +442,13 @@ async fn pool_warms_recycles_and_bounds_its_queue() {
     let pages = pages::start(canary.addr).await;
     let yaml = format!(
         "{}guard:\n  allow_cidrs: [\"127.0.0.1/32\"]\nroutes:\n  - path: /api/shot\n    methods: [GET]\n    summary: shot\n    pipeline: shot\n    caps:\n      screenshot: {{ pool_size: 1, queue: 1, max_uses: 2, warm: 1 }}\n{INPUT}",
-        server_support::service_yaml(server_support::NO_FACILITATOR, 30, 10, &[])
+        support::server::service_yaml(support::server::NO_FACILITATOR, 30, 10, &[])
     );
-    let dir = server_support::write_config(&yaml, &[("shot", PIPELINE)]);
-    let config = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let app = server_support::build(config).unwrap_or_else(|e| panic!("{e}"));
+    let dir = support::server::write_config(&yaml, &[("shot", PIPELINE)]);
+    let config = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let app = support::server::build(config).unwrap_or_else(|e| panic!("{e}"));
     let browsers = app.services.get::<Browsers>().expect("browser service");
-    let server = server_support::start_app(app).await;
+    let server = support::server::start_app(app).await;
     let pool = browsers.pools().pop().expect("one pool");
 
     // warm: 1 starts a session with the server, before any call.
@@ -478,7 +474,7 @@ async fn pool_warms_recycles_and_bounds_its_queue() {
             .expect("request");
         let status = resp.status().as_u16();
         let retry = resp.headers().get("retry-after").is_some();
-        (status, retry, server_support::json_of(resp).await)
+        (status, retry, support::server::json_of(resp).await)
     };
 
     // Three at once with one session and a queue of one: the first renders, the second waits
@@ -529,19 +525,19 @@ async fn names_are_resolved_and_judged_by_the_guard_not_by_the_browser() {
         .with("pages.test", [ip("127.0.0.1")])
         .with("private.test", [ip("127.0.0.2")])
         .with("rebind.test", [ip("127.0.0.1"), ip("127.0.0.2")]);
-    let dir = server_support::write_config(&routes_yaml(None), &[("shot", PIPELINE)]);
-    let config = server_support::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let dir = support::server::write_config(&routes_yaml(None), &[("shot", PIPELINE)]);
+    let config = support::server::load(&dir).unwrap_or_else(|e| panic!("{e}"));
     let services =
         paycall::server::services::build_with_resolver(&config, std::sync::Arc::new(resolver))
             .expect("services");
-    let app = paycall::server::build_app_with(config, services, &server_support::registry())
+    let app = paycall::server::build_app_with(config, services, &support::server::registry())
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server_support::start_app(app).await;
+    let server = support::server::start_app(app).await;
     let port = pages.addr.port();
     let cport = canary.addr.port();
     let shot = |page: String| {
         let url = server.url(&format!("/api/shot?url={}", enc(&page)));
-        async move { server_support::get_json(&url).await }
+        async move { support::server::get_json(&url).await }
     };
 
     let (s, _, b) = shot(format!("http://pages.test:{port}/plain")).await;

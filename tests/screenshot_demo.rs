@@ -3,17 +3,13 @@
 //! deployment that reaches nothing and the guard makes no exception for anyone: only demo runs
 //! read the service's own files (`own_file`; paid runs always fetch, tests/pdf_http.rs).
 
-#[path = "support/pages.rs"]
-mod pages;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::{pages, upstream};
 
 use std::sync::atomic::Ordering;
 
 use paycall::browser::Browsers;
-use server_support::*;
+use support::server::*;
 
 const SAMPLE_URL: &str = "https://paycall.example.com/samples/harbour-guide.html";
 

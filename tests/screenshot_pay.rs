@@ -5,59 +5,18 @@
 //! Billing: an image returned is charged once (whatever the page's own status); bad input,
 //! refused targets, navigation failures never settle. Also: the demo twin with a fixed page.
 
-#[path = "support/pages.rs"]
-mod pages;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped::paycall_for;
+use support::shipped::send_fresh;
+use support::{pages, stack, upstream};
 
 use std::path::Path;
 
-use paycall::config;
-use paycall::server;
 use stack::LocalStack;
 
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
-}
+use support::server::enc;
 
-use server_support::enc;
-
-use server_support::send_signed;
-
-/// Signs a payment for exactly this call and sends it: the ledger binds a payment to the call
-/// it was first presented for, so each failing call below pays with its own signature.
-async fn send_fresh(
-    stack: &LocalStack,
-    url: &str,
-) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
-    let sig = stack
-        .sign_only_async(url, "GET", None)
-        .await
-        .payment_signature;
-    send_signed(url, &sig).await
-}
+use support::server::send_signed;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshots_are_paid_for_real_and_failures_never_settle() {
@@ -68,7 +27,7 @@ async fn screenshots_are_paid_for_real_and_failures_never_settle() {
     let base = paycall.url("/api/screenshot");
 
     // Unpaid: 402 at the route's price; nothing rendered, nothing asked of the facilitator.
-    let r = server_support::client()
+    let r = support::server::client()
         .get(format!("{base}?url={}", enc(&pages.url("/plain"))))
         .send()
         .await
@@ -175,7 +134,7 @@ async fn screenshots_are_paid_for_real_and_failures_never_settle() {
 async fn demo_twin_renders_its_fixed_page_for_free() {
     let canary = upstream::canary("127.0.0.2").await;
     let pages = pages::start(canary.addr).await;
-    let fac = server_support::fake_facilitator().await;
+    let fac = support::server::fake_facilitator().await;
     let fixed = pages.url("/plain");
     let yaml = format!(
         r#"{service}guard:
@@ -198,14 +157,14 @@ routes:
       ttl_s: 600
       describe: a fixed local page
 "#,
-        service = server_support::service_yaml(&fac.url, 30, 10, &[])
+        service = support::server::service_yaml(&fac.url, 30, 10, &[])
     );
     let shipped = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines/screenshot.yaml"),
     )
     .unwrap();
-    let (_dir, server) = server_support::serve_yaml(&yaml, &[("screenshot", &shipped)]).await;
-    let (s, _, b) = server_support::get_json(&server.url("/api/demo/screenshot")).await;
+    let (_dir, server) = support::server::serve_yaml(&yaml, &[("screenshot", &shipped)]).await;
+    let (s, _, b) = support::server::get_json(&server.url("/api/demo/screenshot")).await;
     assert_eq!(s, 200, "{b}");
     let text = b.to_string();
     assert!(text.contains("Plain page"), "{text}");
@@ -216,7 +175,7 @@ routes:
     );
     // Kept: a second demo call is the same sample, no second render.
     let hits = pages.hits();
-    let (s, _, _) = server_support::get_json(&server.url("/api/demo/screenshot")).await;
+    let (s, _, _) = support::server::get_json(&server.url("/api/demo/screenshot")).await;
     assert_eq!(s, 200);
     assert_eq!(pages.hits(), hits);
     server.shutdown().await;

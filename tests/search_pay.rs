@@ -7,24 +7,16 @@
 //! settled for 400 (before the facilitator is even asked), 404 no results, and 503 provider
 //! unavailable / unconfigured / rate-limited / erroring.
 
-#[path = "support/search.rs"]
-mod search_support;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::server::decode_b64_json;
+use support::shipped;
+use support::shipped::send_fresh;
+use support::{stack, upstream};
 
 use serde_json::{json, Value};
-use std::path::Path;
 
-use paycall::config;
-use paycall::server;
-use search_support::{BRAVE_KEY, SERPER_KEY};
 use stack::LocalStack;
-
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
+use support::search::{BRAVE_KEY, SERPER_KEY};
 
 /// paycall with the shipped config, pointed at the stack and at the mock provider (`base` for
 /// brave and serper, `searxng` for searxng); the search route's caps replaced by `caps`.
@@ -33,64 +25,31 @@ async fn paycall_for(
     base: &str,
     searxng: &str,
     caps: Value,
-) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let (b, s) = (base.to_string(), searxng.to_string());
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            "PAYCALL_UPSTREAM_BRAVE" | "PAYCALL_UPSTREAM_SERPER" => Some(b.clone()),
-            "PAYCALL_UPSTREAM_SEARXNG" => Some(s.clone()),
-            _ => None,
-        }
-    };
-    let mut cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+) -> support::server::TestServer {
+    let vars = shipped::vars(
+        stack,
+        &[
+            ("PAYCALL_UPSTREAM_BRAVE", base.to_string()),
+            ("PAYCALL_UPSTREAM_SERPER", base.to_string()),
+            ("PAYCALL_UPSTREAM_SEARXNG", searxng.to_string()),
+        ],
+    );
+    let mut cfg = shipped::config(&shipped::routes_yaml(), vars);
     let route = cfg.routes.iter_mut().find(|r| r.name == "search").unwrap();
     route.caps.get_mut("search").unwrap().0 = caps;
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+    shipped::start(cfg).await.0
 }
 
-use server_support::enc;
+use support::server::enc;
 
-use server_support::send_signed;
-
-fn decode_b64_json(v: &str) -> Value {
-    use base64::Engine;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(v.trim())
-        .expect("base64");
-    serde_json::from_slice(&bytes).expect("json")
-}
-
-/// Signs a payment for exactly this call and sends it: the ledger binds a payment to the call
-/// it was first presented for, so each failing call below pays with its own signature.
-async fn send_fresh(
-    stack: &LocalStack,
-    url: &str,
-) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
-    let sig = stack
-        .sign_only_async(url, "GET", None)
-        .await
-        .payment_signature;
-    send_signed(url, &sig).await
-}
+use support::server::send_signed;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_is_charged_when_results_come_back_and_never_otherwise() {
     let stack = LocalStack::start();
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     mock.scenario(
         "mixed",
         &[up.url("/article"), canary.url(), up.url("/missing")],
@@ -107,7 +66,7 @@ async fn search_is_charged_when_results_come_back_and_never_otherwise() {
     let buyer_start = stack.usdc_balance(&stack.buyer);
 
     // Unpaid: 402 at the route's price; no provider call, no facilitator call.
-    let r = server_support::client()
+    let r = support::server::client()
         .get(format!("{base}?q=mixed"))
         .send()
         .await

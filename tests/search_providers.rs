@@ -4,22 +4,18 @@
 //! SearXNG's recorded shapes (fixtures/search/); result pages come from the local upstream on
 //! 127.0.0.1; refused result URLs point at a canary on 127.0.0.2 that must see nothing.
 
-#[path = "support/search.rs"]
-mod search_support;
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::upstream;
 
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use paycall::config::{self, Config};
-use search_support::{MockProvider, BRAVE_KEY, SERPER_KEY};
-use server_support::TestServer;
+use support::search::{MockProvider, BRAVE_KEY, SERPER_KEY};
+use support::server::TestServer;
 
-use server_support::enc;
+use support::server::enc;
 
 /// The shipped config, upstreams pointed at the mock, 127.0.0.1 allowed, the search route's
 /// caps replaced by `caps`.
@@ -28,13 +24,13 @@ fn shipped(mock_base: &str, searxng_base: &str, caps: Value) -> Config {
     let (b, s) = (mock_base.to_string(), searxng_base.to_string());
     let env = move |k: &str| -> Option<String> {
         match k {
-            "PAYCALL_FACILITATOR_URL" => Some(server_support::NO_FACILITATOR.into()),
+            "PAYCALL_FACILITATOR_URL" => Some(support::server::NO_FACILITATOR.into()),
             "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
             "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
             "PAYCALL_UPSTREAM_BASE_RPC" => Some("http://127.0.0.1:9/".into()),
             "PAYCALL_UPSTREAM_BRAVE" | "PAYCALL_UPSTREAM_SERPER" => Some(b.clone()),
             "PAYCALL_UPSTREAM_SEARXNG" => Some(s.clone()),
-            other => server_support::test_env(other),
+            other => support::server::test_env(other),
         }
     };
     let mut cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
@@ -54,7 +50,7 @@ async fn free_server(mock: &MockProvider, caps: Value) -> TestServer {
     route.price = None;
     let pipeline = cfg.pipelines.get_mut("search").expect("search pipeline");
     pipeline.stages.retain(|s| s.name == "search");
-    server_support::start(cfg).await
+    support::server::start(cfg).await
 }
 
 fn caps(provider: &str) -> Value {
@@ -66,7 +62,7 @@ fn caps(provider: &str) -> Value {
 }
 
 async fn search(server: &TestServer, query: &str) -> (u16, reqwest::header::HeaderMap, Value) {
-    server_support::get_json(&server.url(&format!("/api/search?{query}"))).await
+    support::server::get_json(&server.url(&format!("/api/search?{query}"))).await
 }
 
 fn content(r: &Value) -> &str {
@@ -90,7 +86,7 @@ const SPEC_FIELDS: &[&str] = &[
 async fn each_provider_format_with_partial_page_failures() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     mock.scenario(
         "mixed",
         &[
@@ -217,7 +213,7 @@ async fn each_provider_format_with_partial_page_failures() {
 async fn a_slow_page_never_holds_the_others_and_all_failing_pages_still_answer() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     let mut c = caps("brave");
     c["page_timeout_ms"] = json!(1500);
     let server = free_server(&mock, c).await;
@@ -278,7 +274,7 @@ async fn a_slow_page_never_holds_the_others_and_all_failing_pages_still_answer()
 async fn guard_refused_result_urls_are_reported_and_never_fetched() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     let port = canary.addr.port();
     mock.scenario(
         "refused",
@@ -332,7 +328,7 @@ async fn guard_refused_result_urls_are_reported_and_never_fetched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_results_and_provider_failures_say_which() {
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     let server = free_server(&mock, caps("brave")).await;
 
     let (s, _, b) = search(&server, "q=none+at+all").await;
@@ -442,7 +438,7 @@ async fn no_results_and_provider_failures_say_which() {
         "{b}"
     );
     assert_eq!(mock.count(), 0, "an unconfigured provider is not called");
-    let (_, _, st) = server_support::get_json(&server.url("/status")).await;
+    let (_, _, st) = support::server::get_json(&server.url("/status")).await;
     let route = st["routes"]
         .as_array()
         .unwrap()
@@ -467,7 +463,7 @@ async fn no_results_and_provider_failures_say_which() {
         .unwrap()
         .stages
         .retain(|s| s.name == "search");
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
     let (s, _, b) = search(&server, "q=anything").await;
     assert_eq!(
         (s, b["error"].as_str()),
@@ -512,7 +508,7 @@ impl MockProviderless {
 async fn n_and_q_bounds_and_provider_options() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     let six: Vec<String> = (0..6).map(|i| up.url(&format!("/hello?{i}"))).collect();
     mock.scenario("many", &six);
     let server = free_server(&mock, caps("searxng")).await;
@@ -578,7 +574,7 @@ async fn n_and_q_bounds_and_provider_options() {
 async fn page_caps_cut_and_mark_truncated() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     let big = upstream::chunked(300_000).await;
     mock.scenario(
         "caps",
@@ -618,16 +614,16 @@ async fn page_caps_cut_and_mark_truncated() {
 async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     // The demo's fixed query ("x402 payment protocol") starts with x402.
     mock.scenario(
         "x402",
         &[up.url("/article"), up.url("/hello"), canary.url()],
     );
     let cfg = shipped(&mock.base, &mock.searxng_base, caps("brave"));
-    let server = server_support::start(cfg).await;
+    let server = support::server::start(cfg).await;
 
-    let (s, _, doc) = server_support::get_json(&server.url("/openapi.json")).await;
+    let (s, _, doc) = support::server::get_json(&server.url("/openapi.json")).await;
     assert_eq!(s, 200);
     let op = &doc["paths"]["/api/search"]["get"];
     let params: Vec<&str> = op["parameters"]
@@ -652,7 +648,7 @@ async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
     }
 
     // The unpaid paid route: 402, the provider never asked.
-    let r = server_support::client()
+    let r = support::server::client()
         .get(server.url("/api/search?q=x402"))
         .send()
         .await
@@ -661,14 +657,14 @@ async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
     assert_eq!(mock.count(), 0);
 
     // The demo: the fixed query, free, cached (one provider call for two demo requests).
-    let (s, _, d) = server_support::get_json(&server.url("/api/demo/search")).await;
+    let (s, _, d) = support::server::get_json(&server.url("/api/demo/search")).await;
     assert_eq!(s, 200, "{d}");
     assert_eq!(d["demo"], true);
     assert_eq!(d["sample_status"], 200, "{d}");
     assert_eq!(d["sample"]["query"], "x402 payment protocol");
     assert_eq!(d["sample"]["resultCount"], 3);
     assert_eq!(d["sample"]["results"][2]["error"]["code"], "blocked_target");
-    let (_, _, d2) = server_support::get_json(&server.url("/api/demo/search")).await;
+    let (_, _, d2) = support::server::get_json(&server.url("/api/demo/search")).await;
     assert_eq!(
         d2["sample"]["asOf"], d["sample"]["asOf"],
         "the sample is reused"
@@ -683,8 +679,8 @@ async fn openapi_documents_the_options_and_the_demo_twin_is_sane() {
         &mock.searxng_base,
         json!({"provider": "brave", "api_key_env": "PAYCALL_TEST_SEARCH_KEY_NEVER_SET"}),
     );
-    let server = server_support::start(cfg).await;
-    let (s, h, d) = server_support::get_json(&server.url("/api/demo/search")).await;
+    let server = support::server::start(cfg).await;
+    let (s, h, d) = support::server::get_json(&server.url("/api/demo/search")).await;
     assert_eq!(s, 503, "{d}");
     assert_eq!(d["demo"], true, "{d}");
     assert_eq!(d["error"], "provider_unconfigured", "{d}");
@@ -707,7 +703,7 @@ fn bad_provider_settings_are_startup_errors_that_say_what_to_fix() {
         (json!({"provider": "brave", "concurrency": 0}), "positive"),
     ] {
         let cfg = shipped("http://127.0.0.1:9", "http://127.0.0.1:9", caps.clone());
-        let Err(e) = server_support::build(cfg) else {
+        let Err(e) = support::server::build(cfg) else {
             panic!("{caps} was accepted");
         };
         let text = e.to_string();
@@ -720,7 +716,7 @@ fn bad_provider_settings_are_startup_errors_that_say_what_to_fix() {
 async fn pages_beyond_the_concurrency_limit_wait_for_a_slot_without_losing_their_deadline() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     mock.scenario(
         "queue",
         &[
@@ -763,7 +759,7 @@ async fn pages_beyond_the_concurrency_limit_wait_for_a_slot_without_losing_their
 async fn pages_are_asked_for_in_the_callers_language_without_cookies() {
     let canary = upstream::canary("127.0.0.2").await;
     let up = upstream::start(&canary.url()).await;
-    let mock = search_support::start().await;
+    let mock = support::search::start().await;
     mock.scenario("echo", &[up.url("/echo")]);
     let server = free_server(&mock, caps("serper")).await;
     let echoed = |b: &Value| -> Value {

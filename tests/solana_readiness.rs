@@ -4,10 +4,8 @@
 //! the offer out; /status shows each network. Against the real local stack (both legs) and a
 //! facilitator that lists only Solana.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
+mod support;
+use support::stack;
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -159,8 +157,7 @@ fn check_verifies_the_facilitator_and_the_solana_token_account() {
 
 /// A facilitator whose /supported lists only Solana (with a fee payer).
 async fn solana_only_facilitator() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         loop {
@@ -193,8 +190,8 @@ async fn offers_follow_the_facilitator_one_rule_for_both_networks() {
         let env = move |k: &str| -> Option<String> {
             match k {
                 "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-                "PAYCALL_EVM_PAY_TO" => Some(server_support::EVM_PAY_TO.into()),
-                "PAYCALL_SOLANA_PAY_TO" => Some(server_support::SOL_PAY_TO.into()),
+                "PAYCALL_EVM_PAY_TO" => Some(support::server::EVM_PAY_TO.into()),
+                "PAYCALL_SOLANA_PAY_TO" => Some(support::server::SOL_PAY_TO.into()),
                 "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
                 // No Solana RPC reachable here: the token account is "not verified", a warning.
                 "PAYCALL_UPSTREAM_SOLANA_RPC" => Some("http://127.0.0.1:9/".into()),
@@ -224,8 +221,8 @@ async fn offers_follow_the_facilitator_one_rule_for_both_networks() {
     let out = Command::new(env!("CARGO_BIN_EXE_paycall"))
         .env_clear()
         .env("PAYCALL_FACILITATOR_URL", &fac)
-        .env("PAYCALL_EVM_PAY_TO", server_support::EVM_PAY_TO)
-        .env("PAYCALL_SOLANA_PAY_TO", server_support::SOL_PAY_TO)
+        .env("PAYCALL_EVM_PAY_TO", support::server::EVM_PAY_TO)
+        .env("PAYCALL_SOLANA_PAY_TO", support::server::SOL_PAY_TO)
         .env("PAYCALL_LEDGER_URL", "sqlite::memory:")
         .env("PAYCALL_UPSTREAM_SOLANA_RPC", "http://127.0.0.1:9/")
         .env("PAYCALL_LISTEN", "127.0.0.1:0")
@@ -257,9 +254,9 @@ async fn offers_follow_the_facilitator_one_rule_for_both_networks() {
         .unwrap()
         .record(checks, cfg.payment.unsupported_network);
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    let paycall = server_support::start_app(app).await;
+    let paycall = support::server::start_app(app).await;
     let url = paycall.url("/api/http?url=https%3A%2F%2Fexample.com%2F");
-    let r = server_support::client().get(&url).send().await.unwrap();
+    let r = support::server::client().get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 402);
     let body: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     let networks: Vec<&str> = body["accepts"]
@@ -274,7 +271,7 @@ async fn offers_follow_the_facilitator_one_rule_for_both_networks() {
         "only what the facilitator settles: {body}"
     );
 
-    let (_, _, status) = server_support::get_json(&paycall.url("/status")).await;
+    let (_, _, status) = support::server::get_json(&paycall.url("/status")).await;
     let nets = status["networks"].as_array().expect("networks in /status");
     let base = nets.iter().find(|n| n["network"] == "eip155:8453").unwrap();
     assert_eq!(base["offered"], false, "{status}");

@@ -5,8 +5,8 @@
 //!
 //! Needs `scripts/setup.sh` to have run (node + tests/e2e/node_modules); fails loudly otherwise.
 
-#[path = "support/stack.rs"]
-mod stack;
+mod support;
+use support::stack;
 
 use serde_json::Value;
 use stack::{is_anvil, LocalStack};

@@ -1,6 +1,8 @@
 //! Facilitator client against a scripted mock facilitator on 127.0.0.1, answering in the
 //! styles real facilitators use (TS, x402-rs, CDP), plus broken and silent servers.
 
+mod support;
+
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -109,9 +111,7 @@ impl Mock {
                     }
                 },
             );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(warp::serve(route).incoming(listener).run());
+        let addr = support::net::serve_forever(route).await;
         addr
     }
 }
@@ -466,8 +466,7 @@ async fn malformed_answers_are_bad_responses() {
 #[tokio::test]
 async fn silent_server_times_out() {
     // Accepts connections and never answers (bounded: the task ends after 20 s).
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     tokio::spawn(async move {
         let mut held = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -500,8 +499,7 @@ async fn silent_server_times_out() {
 #[tokio::test]
 async fn closed_connection_is_interrupted() {
     // Reads the request, then hangs up without a word.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = support::net::listen().await;
     tokio::spawn(async move {
         use tokio::io::AsyncReadExt;
         for _ in 0..4 {

@@ -2,9 +2,6 @@
 //! endpoints on 127.0.0.1 (correct and broken in the ways real sellers break them), a fake EVM
 //! JSON-RPC, and a local discovery index answering in CDP's recorded response shapes
 //! (fixtures/audit/*.json).
-//!
-//! Include with `#[path = "support/audit_zoo.rs"] mod zoo;`.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -95,19 +92,7 @@ async fn serve(handler: Handler) -> Local {
                 async move { handler(seen, h).await }
             },
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     Local {
         addr,
         base: format!("http://{addr}"),

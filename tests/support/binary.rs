@@ -1,15 +1,13 @@
 //! The real `paycall` binary as a child process, against the local payment stack: a copy of the
 //! shipped routes.yaml and pipelines/ (static/ linked) in a temp dir (so a test may edit it and reload), its own
 //! port, admin port and SQLite ledger, signals sent by pid. Every wait is bounded.
-//!
-//! Use with `#[path = "support/binary.rs"] mod binary;` next to `support/stack.rs` as `stack`.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::stack::{self, LocalStack};
+use super::net::free_port;
+use super::stack::{self, LocalStack};
 
 pub struct Paycall {
     pub port: u16,
@@ -19,14 +17,6 @@ pub struct Paycall {
     pub extra_env: Vec<(String, String)>,
     stack_env: Vec<(String, String)>,
     child: Option<Child>,
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Paycall {

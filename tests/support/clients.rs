@@ -1,48 +1,30 @@
 //! Test support for the official x402 clients paying paycall (tests/python_clients.rs,
 //! tests/rust_client.rs): paycall on the SHIPPED routes.yaml against the local payment stack,
-//! a bounded runner for a client command that prints one JSON line, and the money checks of a
-//! charged call (receipt, facilitator trace, on-chain balances).
-//!
-//! Include with `#[path = "support/clients.rs"] mod clients;` next to `support/server.rs` as
-//! `server_support`, `support/stack.rs` as `stack` and `support/market.rs` as `market`.
-#![allow(dead_code)]
+//! a bounded runner for a client command that prints one JSON line, the money checks of a
+//! charged call (receipt, facilitator trace, on-chain balances), and the calls every HTTP client
+//! must pay.
 
-use serde_json::Value;
-use std::collections::HashMap;
-use std::path::Path;
+use serde_json::{json, Value};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use paycall::config;
-use paycall::server;
-
 use super::market::MarketUpstreams;
-use super::server_support::{self, TestServer};
+use super::server::TestServer;
+use super::shipped;
 use super::stack::LocalStack;
-
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
+use super::upstream::{Canary, Upstream};
 
 /// paycall on the shipped routes.yaml: the stack's facilitator and chain, market upstreams from
 /// fixtures, loopback targets allowed (the fetch/extract upstream).
 pub async fn paycall_on_stack(stack: &LocalStack, market: &MarketUpstreams) -> TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let mut vars: HashMap<String, String> = market.env(&[]).into_iter().collect();
-    for (k, v) in [
-        ("PAYCALL_FACILITATOR_URL", stack.facilitator_url.clone()),
-        ("PAYCALL_EVM_PAY_TO", stack.pay_to.clone()),
-        ("PAYCALL_SOLANA_PAY_TO", SOL_PLACEHOLDER.to_string()),
-        ("PAYCALL_ALLOW_CIDRS", "127.0.0.1/32".to_string()),
-        ("PAYCALL_LEDGER_URL", "sqlite::memory:".to_string()),
-        // Settlements are confirmed on the stack's chain.
-        ("PAYCALL_UPSTREAM_BASE_RPC", stack.rpc_url.clone()),
-    ] {
-        vars.insert(k.to_string(), v);
+    // The stack's variables win: settlements are confirmed on the stack's chain.
+    let mut vars = shipped::vars(stack, &[]);
+    for (k, v) in market.env(&[]) {
+        vars.entry(k).or_insert(v);
     }
-    let env = move |k: &str| vars.get(k).cloned();
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+    shipped::start(shipped::config(&shipped::routes_yaml(), vars))
+        .await
+        .0
 }
 
 /// Runs `cmd` (stdin closed, no proxy from the environment), bounded by `timeout` (a panic when
@@ -168,4 +150,106 @@ pub fn assert_not_charged(stack: &LocalStack, what: &str, before: (i128, i128)) 
         "{what}: a not-charged outcome never settles"
     );
     assert_eq!(balances(stack), before, "{what}: no money moved");
+}
+
+/// One call of [`http_client_pays`]: `what` names it in failures; `body` makes it a POST.
+pub struct Call {
+    pub what: &'static str,
+    pub url: String,
+    pub body: Option<String>,
+}
+
+/// What every x402 HTTP client must do against paycall on the shipped routes: GET /api/fetch of
+/// an article (charged 20,000), POST /api/extract with a JSON body holding an object field
+/// (charged 15,000; the client repeats the body with the payment), and GET /api/fetch of a
+/// missing page (the route's error, not charged); the canary is never reached. `pay` runs the
+/// client for one call and returns its JSON line; the three lines, in that order.
+pub async fn http_client_pays<F, Fut>(
+    stack: &LocalStack,
+    paycall: &TestServer,
+    up: &Upstream,
+    canary: &Canary,
+    client: &str,
+    mut pay: F,
+) -> Vec<Value>
+where
+    F: FnMut(Call) -> Fut,
+    Fut: std::future::Future<Output = Value>,
+{
+    let fetch = |path: &str| {
+        format!(
+            "{}?url={}",
+            paycall.url("/api/fetch"),
+            super::server::enc(&up.url(path))
+        )
+    };
+    let mut outs = Vec::new();
+
+    let what = format!("{client} GET /api/fetch");
+    let before = balances(stack);
+    let out = pay(Call {
+        what: "GET /api/fetch",
+        url: fetch("/article"),
+        body: None,
+    })
+    .await;
+    assert_eq!(out["status"], 200, "{what}: {out}");
+    assert_eq!(out["body"]["format"], "markdown", "{what}: {out}");
+    assert!(
+        out["body"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("The harbour was quiet that morning"),
+        "{what}: {out}"
+    );
+    assert_charged(stack, &what, &out["paymentResponse"], before, 20_000);
+    outs.push(out);
+
+    stack.reset_calls();
+    let what = format!("{client} POST /api/extract");
+    let body = json!({ "url": up.url("/article"), "fields": { "headline": "h1" } }).to_string();
+    let before = balances(stack);
+    let out = pay(Call {
+        what: "POST /api/extract",
+        url: paycall.url("/api/extract"),
+        body: Some(body),
+    })
+    .await;
+    assert_eq!(out["status"], 200, "{what}: {out}");
+    assert!(
+        out["body"]["fields"]["headline"].is_string(),
+        "{what}: {out}"
+    );
+    assert_charged(stack, &what, &out["paymentResponse"], before, 15_000);
+    outs.push(out);
+
+    stack.reset_calls();
+    let what = format!("{client} GET /api/fetch of a missing page");
+    let before = balances(stack);
+    let out = pay(Call {
+        what: "GET /api/fetch of a missing page",
+        url: fetch("/missing"),
+        body: None,
+    })
+    .await;
+    assert!(out["status"].as_u64().unwrap_or(0) >= 400, "{what}: {out}");
+    assert!(out["body"]["error"].is_string(), "{what}: {out}");
+    assert_eq!(out["paymentResponse"], Value::Null, "{what}: {out}");
+    assert_not_charged(stack, &what, before);
+    outs.push(out);
+
+    assert_eq!(canary.hits(), 0);
+    outs
+}
+
+/// tests/.venv's Python (the official Python x402 clients, the OpenAPI validator); a missing
+/// venv fails the test, it never skips.
+pub fn venv_python() -> std::path::PathBuf {
+    let py = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/setup.sh (it makes tests/.venv with tests/requirements.txt)",
+        py.display()
+    );
+    py
 }

@@ -1,8 +1,7 @@
 //! Signing x402 `exact` EVM payments in-process: a correctly signed EIP-3009
 //! `transferWithAuthorization` for a challenge's first (Base) offer, as the official client
-//! builds it, without running node once per payment. Shared by benches/memory.rs,
-//! benches/hostile.rs and tests/hostile_concurrency.rs (`#[path = "…/support/eip3009.rs"]`).
-#![allow(dead_code)]
+//! builds it, without running node once per payment (benches/memory.rs, benches/soak.rs,
+//! benches/hostile.rs, tests/hostile_concurrency.rs).
 
 use base64::Engine;
 use k256::ecdsa::SigningKey;
@@ -42,6 +41,11 @@ pub fn challenge_of(payment_required: &str) -> Value {
 /// A PAYMENT-SIGNATURE value paying `challenge`'s first offer from `key`'s address; `n` makes
 /// the nonce (distinct payments need distinct `n`), valid for two minutes.
 pub fn sign(key: &SigningKey, challenge: &Value, n: u64) -> String {
+    sign_valid_for(key, challenge, n, 120)
+}
+
+/// [`sign`], valid for `secs` seconds (a soak signs all its payments before it starts).
+pub fn sign_valid_for(key: &SigningKey, challenge: &Value, n: u64, secs: u64) -> String {
     let point = key.verifying_key().to_encoded_point(false);
     let from = hex(&keccak256(&point.as_bytes()[1..])[12..]);
     let offer = &challenge["accepts"][0];
@@ -50,7 +54,7 @@ pub fn sign(key: &SigningKey, challenge: &Value, n: u64) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
-        + 120;
+        + secs;
     let mut nonce = [0u8; 32];
     nonce[..8].copy_from_slice(&n.to_be_bytes());
     nonce[8..16].copy_from_slice(&valid_before.to_be_bytes());

@@ -1,7 +1,6 @@
-//! Support for the /api/extract tests (included with `#[path]`): a free copy of the SHIPPED
+//! Support for the /api/extract tests : a free copy of the SHIPPED
 //! /api/extract route and pipeline (payment stages removed, same inputs and caps) and a local
 //! upstream on 127.0.0.1 serving the pages the tests need.
-#![allow(dead_code)]
 
 use bytes::Bytes;
 use std::convert::Infallible;
@@ -37,7 +36,7 @@ pub fn free_config(facilitator: &str) -> (String, String) {
         .collect();
     let routes = format!(
         "{}guard:\n  allow_cidrs: [127.0.0.1/32]\nroutes:\n{block}",
-        super::server_support::service_yaml(facilitator, 1000, 1000, &[])
+        super::server::service_yaml(facilitator, 1000, 1000, &[])
     );
     let pipeline: String = repo("pipelines/extract.yaml")
         .lines()
@@ -149,26 +148,12 @@ pub async fn pages() -> PagesServer {
                 Ok::<_, Infallible>(r)
             }
         });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind pages");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     PagesServer {
         base: format!("http://{addr}"),
         _stop: tx,
     }
 }
-
-pub use super::server_support::enc;
 
 /// An HTML page of `n` bytes streamed in chunks, without Content-Length, so the 200,000-byte cap
 /// can only be applied while streaming (the page is cut, not refused).

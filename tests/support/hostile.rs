@@ -1,34 +1,12 @@
 //! Issue 21's hostile documents, generated (small on disk: nothing here is stored but the
 //! minimal lopdf file, see scripts/gen_hostile.py). Shared by tests/hostile_*.rs and
 //! benches/hostile.rs.
-//!
-//! Include with `#[path = "support/hostile.rs"] mod hostile;` (the bench uses its own path).
-#![allow(dead_code)]
 
 use std::io::Write;
 
 /// A PDF from numbered object bodies (object i+1 = objects[i]), /Root 1 0 R.
 pub fn raw_pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut out: Vec<u8> = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        writeln!(out, "{} 0 obj", i + 1).unwrap();
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
-    for off in offsets {
-        writeln!(out, "{off:010} 00000 n ").unwrap();
-    }
-    write!(
-        out,
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objects.len() + 1
-    )
-    .unwrap();
-    out
+    super::pdf::raw_pdf(objects, "")
 }
 
 pub fn stream(data: &[u8], compress: bool) -> Vec<u8> {

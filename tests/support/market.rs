@@ -11,10 +11,6 @@
 //!
 //! Each upstream's behaviour can be switched at run time: ok, an HTTP status, malformed JSON,
 //! empty data (`<path>.empty.json`, else the upstream's `_empty.json`), or slow. Hits are counted per upstream.
-//!
-//! Include with `#[path = "support/market.rs"] mod market;` next to `support/server.rs` as
-//! `server_support`.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -27,6 +23,8 @@ use serde_json::{json, Value};
 use warp::http::HeaderValue;
 use warp::reply::Response;
 use warp::Filter;
+
+use super::server::{get_json, EVM_PAY_TO, NO_FACILITATOR};
 
 /// Every upstream name of the shipped routes.yaml that the market routes use.
 pub const UPSTREAMS: &[&str] = &[
@@ -248,19 +246,7 @@ pub async fn start() -> MarketUpstreams {
                 }
             },
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind market upstreams");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     MarketUpstreams {
         base: format!("http://{addr}"),
         state,
@@ -367,4 +353,38 @@ upstreams:
     let cfg =
         paycall::config::load_with_env(&path, &|_: &str| None).unwrap_or_else(|e| panic!("{e}"));
     (dir, cfg)
+}
+
+/// paycall on the shipped config with `down` upstreams unreachable (no facilitator): the 200
+/// envelope of GET /api/demo/<route>.
+pub async fn demo_with(up: &MarketUpstreams, down: &[&str], route: &str) -> Value {
+    let cfg = shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
+    let server = super::server::start(cfg).await;
+    let (status, _, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
+    assert_eq!(status, 200, "{body}");
+    server.shutdown().await;
+    body
+}
+
+/// A demo whose sample fails: no 200 envelope, the failure's own status and error body
+/// (`demo: true`), `Retry-After` on a 503.
+pub async fn demo_failure(up: &MarketUpstreams, down: &[&str], route: &str) -> (u16, Value) {
+    let cfg = shipped_config(up, down, NO_FACILITATOR, EVM_PAY_TO);
+    let server = super::server::start(cfg).await;
+    let (status, h, body) = get_json(&server.url(&format!("/api/demo/{route}"))).await;
+    server.shutdown().await;
+    assert!(status >= 400, "{status}: {body}");
+    assert_eq!(body["demo"], true, "{body}");
+    assert!(body.get("sample").is_none(), "{body}");
+    if status == 503 {
+        assert!(h.contains_key("retry-after"), "{status}: {body}");
+    }
+    (status, body)
+}
+
+/// `v` is a number within `tol` of `expected`.
+pub fn close(v: &Value, expected: f64, tol: f64) -> bool {
+    v.as_f64()
+        .map(|x| (x - expected).abs() <= tol)
+        .unwrap_or(false)
 }

@@ -1,9 +1,6 @@
 //! Test support for /api/screenshot: a page server on 127.0.0.1:0 with the pages the browser
 //! tests render (sub-requests, WebSocket and redirect to a refused canary, tall, noisy, slow,
 //! cookie-setting pages), and helpers to read the returned images.
-//!
-//! Include with `#[path = "support/pages.rs"] mod pages;`.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -66,19 +63,7 @@ pub async fn start(canary: SocketAddr) -> Pages {
                 route(path.as_str(), &q, cookie, canary).await
             },
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind pages");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     Pages {
         addr,
         hits,

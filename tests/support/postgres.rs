@@ -47,14 +47,6 @@ fn as_unprivileged(program: &Path) -> Command {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Cluster {
     /// initdb + postgres; waits (bounded) until it accepts connections.
     pub fn start() -> Cluster {
@@ -80,7 +72,7 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let port = free_port();
+        let port = super::net::free_port();
         let log = std::fs::File::create(dir.path().join("postgres.log")).unwrap();
         if is_root() {
             std::os::unix::fs::chown(dir.path().join("postgres.log"), Some(65534), Some(65534))

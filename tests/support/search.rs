@@ -13,9 +13,6 @@
 //!
 //! Keys: Brave requires `X-Subscription-Token: test-brave-key` (401 otherwise), Serper requires
 //! `X-API-KEY: test-serper-key` (403 otherwise).
-//!
-//! Include with `#[path = "support/search.rs"] mod search_support;`.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -272,19 +269,7 @@ pub async fn start() -> MockProvider {
                 }
             },
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind mock provider");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     MockProvider {
         base: format!("http://{addr}"),
         searxng_base: format!("http://{addr}/sx/"),

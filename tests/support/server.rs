@@ -1,9 +1,6 @@
 //! Test support: paycall's real server started in-process on 127.0.0.1:0 with a given Config,
 //! temp config dirs written from YAML strings, a loopback-only HTTP client, and a few stages
 //! that only tests register (a run counter, an unready stage, a panicking stage).
-//!
-//! Included by each integration test with `#[path = "support/server.rs"] mod server_support;`.
-#![allow(dead_code)]
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -365,10 +362,7 @@ pub async fn start_app(app: App) -> TestServer {
     {
         let _ = tokio::time::timeout(Duration::from_secs(10), fac.supported()).await;
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind 127.0.0.1:0");
-    let addr = listener.local_addr().expect("local addr");
+    let (listener, addr) = super::net::listen().await;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server::serve(Arc::new(app), listener, async move {
         let _ = rx.await;
@@ -399,13 +393,27 @@ pub fn enc(s: &str) -> String {
 /// body that is not JSON comes back as a JSON string). 60 s: a paid call may wait on a real
 /// settlement, a browser or a slow upstream.
 pub async fn send_signed(url: &str, sig: &str) -> (u16, reqwest::header::HeaderMap, Value) {
-    let resp = client()
-        .get(url)
-        .header("PAYMENT-SIGNATURE", sig)
-        .timeout(Duration::from_secs(60))
-        .send()
-        .await
-        .expect("request to paycall");
+    send_signed_with("GET", url, sig, None).await
+}
+
+/// [`send_signed`] with a method: a POST carries `body` as JSON.
+pub async fn send_signed_with(
+    method: &str,
+    url: &str,
+    sig: &str,
+    body: Option<String>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let c = client();
+    let mut req = match method {
+        "POST" => c.post(url),
+        _ => c.get(url),
+    }
+    .header("PAYMENT-SIGNATURE", sig)
+    .timeout(Duration::from_secs(60));
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b);
+    }
+    let resp = req.send().await.expect("request to paycall");
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let text = resp.text().await.unwrap_or_default();
@@ -467,19 +475,7 @@ pub async fn fake_facilitator() -> FakeFacilitator {
                 "extensions": ["bazaar"]
             }))
         });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     FakeFacilitator {
         url: format!("http://{addr}/"),
         hits,
@@ -492,4 +488,97 @@ pub async fn fake_facilitator() -> FakeFacilitator {
 pub async fn json_of(resp: reqwest::Response) -> Value {
     let text = resp.text().await.expect("body");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// A real PAYMENT-SIGNATURE recorded from the official client (shape-valid; its offer is not
+/// ours, which does not matter where bad input is answered before the offer is matched).
+pub fn recorded_signature() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/x402-vectors/payment-signature.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    v["raw"].as_str().unwrap().to_string()
+}
+
+/// A base64 JSON header value (PAYMENT-REQUIRED, PAYMENT-RESPONSE), decoded.
+pub fn decode_b64_json(v: &str) -> Value {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v.trim())
+        .expect("base64");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+/// A live-reloadable app served on 127.0.0.1:0, its admin listener (/metrics, /reload) on
+/// another free port.
+pub struct LiveServer {
+    pub base: String,
+    pub admin: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+pub async fn start_live(live: Arc<paycall::ops::reload::Live>) -> LiveServer {
+    let (listener, addr) = super::net::listen().await;
+    let (admin, admin_addr) = super::net::listen().await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server::serve_live(
+        live,
+        listener,
+        Some(admin),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    LiveServer {
+        base: format!("http://{addr}"),
+        admin: format!("http://{admin_addr}"),
+        stop,
+        task,
+    }
+}
+
+impl LiveServer {
+    /// Stops the server and waits until it has finished, at most `limit`.
+    pub async fn shutdown(self, limit: Duration) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(limit, self.task)
+            .await
+            .expect("stops")
+            .unwrap();
+    }
+}
+
+/// A paid route's pipeline that answers a fixed body: the payment gate, `{ echoed: true }`,
+/// bill, settle.
+pub const PAID_STATIC: &str = "name: paid_static\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { echoed: true } }\n  - stage: bill\n  - stage: settle\n";
+
+/// A free pipeline answering `{ pong: true }`.
+pub const PING: &str =
+    "name: ping\nstages:\n  - stage: static_reply\n    with: { body: { pong: true } }\n";
+
+/// GET `<admin>/metrics` (200, the Prometheus text format), parsed: series → value.
+pub async fn scrape(admin: &str) -> std::collections::BTreeMap<String, f64> {
+    let r = client()
+        .get(format!("{admin}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    paycall::ops::metrics::parse_exposition(&r.text().await.unwrap())
+}
+
+/// GET → the body as text (any status).
+pub async fn get_text(url: &str) -> String {
+    client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }

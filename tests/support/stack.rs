@@ -3,7 +3,6 @@
 //! plus the official client (tests/e2e/pay.mjs) to pay any URL for real; and a Solana leg (a
 //! Solana JSON-RPC over litesvm, settled by the same facilitator) paid with `PayOptions::solana()`.
 //!
-//! Use from an integration test with `#[path = "support/stack.rs"] mod stack;`.
 //!
 //! Everything here blocks the calling thread. The calls that make a request to the service under
 //! test (`pay`, `sign_only`, `send_signed`) have `_async` twins: inside a current-thread tokio
@@ -12,7 +11,6 @@
 //! `usdc_balance`, ...) only talk to the stack's own processes and are safe anywhere.
 //!
 //! Every wait is bounded; every failure panics with what the stack or the client printed.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,9 +1,6 @@
 //! Test support: a local upstream web server on 127.0.0.1:0 with the pages and misbehaviours
 //! the guard and fetch tests need, and canaries on other loopback addresses that must never
 //! be reached (they count every connection).
-//!
-//! Include with `#[path = "support/upstream.rs"] mod upstream;`.
-#![allow(dead_code)]
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -160,19 +157,7 @@ pub async fn start(canary: &str) -> Upstream {
                 }
             },
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind upstream");
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(
-        warp::serve(routes)
-            .incoming(listener)
-            .graceful(async move {
-                let _ = rx.await;
-            })
-            .run(),
-    );
+    let (addr, tx) = super::net::serve(routes).await;
     Upstream {
         addr,
         base: format!("http://{addr}"),
@@ -222,10 +207,7 @@ pub async fn chunked(n: usize) -> String {
 /// A raw HTTP/1.1 server answering every request with `body` in 8 KiB chunks (no
 /// Content-Length) and the given content type.
 pub async fn chunked_body(content_type: &'static str, body: Vec<u8>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind chunked");
-    let addr = listener.local_addr().unwrap();
+    let (listener, addr) = super::net::listen().await;
     let body = Arc::new(body);
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {

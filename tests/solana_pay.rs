@@ -4,26 +4,22 @@
 //! official client paying paycall's Solana offer. Every check reads both token balances from the
 //! Solana RPC and the facilitator's call trace.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::server::decode_b64_json;
+use support::shipped;
+use support::{stack, upstream};
 
 use serde_json::{json, Value};
-use std::path::Path;
 
 use paycall::config;
-use paycall::server;
-use server_support::{enc, send_signed};
 use stack::{LocalStack, PayOptions};
+use support::server::{enc, send_signed};
 
 const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 
 /// paycall with the shipped config, paid to the stack's EVM and Solana payTo, through the
 /// stack's facilitator, allowed to reach 127.0.0.1 only.
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
+async fn paycall_for(stack: &LocalStack) -> support::server::TestServer {
     paycall_with(stack, |_| {}).await.0
 }
 
@@ -32,38 +28,17 @@ async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
 async fn paycall_with(
     stack: &LocalStack,
     tweak: impl FnOnce(&mut config::Config),
-) -> (server_support::TestServer, paycall::pipeline::Services) {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let sol_pay_to = stack.solana("payTo");
-    let sol_rpc = stack.solana("rpcUrl");
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(sol_pay_to.clone()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            "PAYCALL_UPSTREAM_SOLANA_RPC" => Some(sol_rpc.clone()),
-            _ => None,
-        }
-    };
-    let mut cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+) -> (support::server::TestServer, paycall::pipeline::Services) {
+    let vars = shipped::vars(
+        stack,
+        &[
+            ("PAYCALL_SOLANA_PAY_TO", stack.solana("payTo")),
+            ("PAYCALL_UPSTREAM_SOLANA_RPC", stack.solana("rpcUrl")),
+        ],
+    );
+    let mut cfg = shipped::config(&shipped::routes_yaml(), vars);
     tweak(&mut cfg);
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services.clone()).unwrap_or_else(|e| panic!("{e}"));
-    (server_support::start_app(app).await, services)
-}
-
-fn decode_b64_json(v: &str) -> Value {
-    use base64::Engine;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(v.trim())
-        .expect("base64");
-    serde_json::from_slice(&bytes).expect("json")
+    shipped::start(cfg).await
 }
 
 /// Both Solana token balances (buyer, payTo), read from the RPC.
@@ -101,7 +76,7 @@ async fn solana_offers_are_paid_for_real_on_http_fetch_and_extract() {
 
     // The challenge offers both networks; Solana with the facilitator's fee payer.
     let url = paycall.url(&format!("/api/http?url={}", enc(&up.url("/hello"))));
-    let r = server_support::client().get(&url).send().await.unwrap();
+    let r = support::server::client().get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 402);
     let challenge = decode_b64_json(r.headers()["payment-required"].to_str().unwrap());
     let accepts = challenge["accepts"].as_array().unwrap();
@@ -245,7 +220,7 @@ async fn solana_not_charged_replays_and_a_payer_without_funds() {
         }
     }
     let (_, h, first) = answers.iter().find(|a| a.0 == 200).unwrap().clone();
-    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    let receipt = receipt_of(&h);
     assert_solana_receipt(&stack, &receipt);
     assert_eq!(up.total(), hits + 1, "the work ran once");
     assert_eq!(stack.settle_calls(), 1);
@@ -320,6 +295,23 @@ async fn balances_moved(stack: &LocalStack, from: (u128, u128)) -> (u128, u128) 
     }
 }
 
+/// Signs a Solana payment for exactly `url` and sends it with the facilitator in a mode that
+/// leaves the settlement in doubt: a 503. The signature, for the retry, and the headers.
+async fn into_doubt(stack: &LocalStack, url: &str) -> (String, reqwest::header::HeaderMap) {
+    let sig = stack
+        .sign_only_with_async(url, "GET", None, &PayOptions::solana())
+        .await
+        .payment_signature;
+    let (s, h, b) = send_signed(url, &sig).await;
+    assert_eq!(s, 503, "{b}");
+    (sig, h)
+}
+
+/// The PAYMENT-RESPONSE header of an answer, decoded.
+fn receipt_of(h: &reqwest::header::HeaderMap) -> Value {
+    decode_b64_json(h["payment-response"].to_str().unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     let stack = LocalStack::start();
@@ -339,12 +331,7 @@ async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     stack.set_mode("normal", "slow");
     stack.reset_calls();
     let url = target("/hello");
-    let sig = stack
-        .sign_only_with_async(&url, "GET", None, &sol)
-        .await
-        .payment_signature;
-    let (s, h, b) = send_signed(&url, &sig).await;
-    assert_eq!(s, 503, "{b}");
+    let (sig, h) = into_doubt(&stack, &url).await;
     assert!(h.get("retry-after").is_some(), "{h:?}");
     assert!(h.get("payment-response").is_none());
     let moved = balances_moved(&stack, start).await;
@@ -358,7 +345,7 @@ async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     let (s, h, b) = send_signed(&url, &sig).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["body"], "hello", "{b}");
-    let receipt = decode_b64_json(h["payment-response"].to_str().unwrap());
+    let receipt = receipt_of(&h);
     assert_solana_receipt(&stack, &receipt);
     assert_eq!(
         stack.settle_calls(),
@@ -377,12 +364,7 @@ async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     stack.reset_calls();
     stack.set_mode("normal", "slow");
     let url = target("/hello?upkeep=1");
-    let sig = stack
-        .sign_only_with_async(&url, "GET", None, &sol)
-        .await
-        .payment_signature;
-    let (s, _, b) = send_signed(&url, &sig).await;
-    assert_eq!(s, 503, "{b}");
+    let (sig, _) = into_doubt(&stack, &url).await;
     let moved_1b = balances_moved(&stack, moved).await;
     assert_eq!(moved_1b, (moved.0 - 10_000, moved.1 + 10_000));
     stack.set_mode("normal", "normal");
@@ -397,10 +379,7 @@ async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     let hits = up.total();
     let (s, h, b) = send_signed(&url, &sig).await;
     assert_eq!(s, 200, "{b}");
-    assert_solana_receipt(
-        &stack,
-        &decode_b64_json(h["payment-response"].to_str().unwrap()),
-    );
+    assert_solana_receipt(&stack, &receipt_of(&h));
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(up.total(), hits, "the kept reply");
     let moved = moved_1b;
@@ -410,20 +389,12 @@ async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     stack.reset_calls();
     stack.set_mode("normal", "pending");
     let url = target("/json");
-    let sig = stack
-        .sign_only_with_async(&url, "GET", None, &sol)
-        .await
-        .payment_signature;
-    let (s, _, b) = send_signed(&url, &sig).await;
-    assert_eq!(s, 503, "{b}");
+    let (sig, _) = into_doubt(&stack, &url).await;
     assert_eq!(balances(&stack), moved, "nothing moved yet");
     stack.set_mode("normal", "normal");
     let (s, h, b) = send_signed(&url, &sig).await;
     assert_eq!(s, 200, "{b}");
-    assert_solana_receipt(
-        &stack,
-        &decode_b64_json(h["payment-response"].to_str().unwrap()),
-    );
+    assert_solana_receipt(&stack, &receipt_of(&h));
     let trace: Vec<Value> = stack
         .calls()
         .iter()
@@ -447,12 +418,7 @@ async fn a_solana_settlement_in_doubt_is_confirmed_on_chain() {
     stack.reset_calls();
     stack.set_mode("normal", "pending");
     let url = target("/hello?late=1");
-    let sig = stack
-        .sign_only_with_async(&url, "GET", None, &sol)
-        .await
-        .payment_signature;
-    let (s, _, b) = send_signed(&url, &sig).await;
-    assert_eq!(s, 503, "{b}");
+    let (sig, _) = into_doubt(&stack, &url).await;
     stack.set_mode("normal", "normal");
     let other = target("/json?other=1");
     let paid = stack

@@ -6,46 +6,30 @@
 //! 400 or a 402 (never a 5xx, never paid work) with the facilitator seeing no /verify at all.
 //! The unmutated payment then goes through: one /verify, one settlement.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped;
+use support::{stack, upstream};
 
 use base64::Engine;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use paycall::config;
-use paycall::server;
-use server_support::{enc, send_signed};
 use stack::LocalStack;
+use support::server::{enc, send_signed};
 
 const MUTATIONS: usize = 300;
 const SEED: u64 = 19;
 
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some("http://127.0.0.1:9/".into()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
+async fn paycall_for(stack: &LocalStack) -> support::server::TestServer {
+    let rpc_down = (
+        "PAYCALL_UPSTREAM_BASE_RPC",
+        "http://127.0.0.1:9/".to_string(),
+    );
+    let vars = shipped::vars(stack, &[rpc_down]);
+    shipped::start(shipped::config(&shipped::routes_yaml(), vars))
+        .await
+        .0
 }
 
 fn b64(v: &str) -> String {

@@ -3,61 +3,19 @@
 //! byte more declared is 413 and not charged), redirect caps, the request-body cap, the URL
 //! length cap, the outbound-header count.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::shipped::paycall_for;
+use support::{stack, upstream};
 
 use serde_json::{json, Value};
-use std::path::Path;
 
-use paycall::config;
-use paycall::server;
 use stack::LocalStack;
 
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
-}
-
-use server_support::enc;
+use support::server::enc;
 
 async fn send(method: &str, url: &str, sig: &str, body: Option<String>) -> (u16, Value) {
-    let c = server_support::client();
-    let mut req = match method {
-        "POST" => c.post(url),
-        _ => c.get(url),
-    }
-    .header("PAYMENT-SIGNATURE", sig);
-    if let Some(b) = body {
-        req = req.header("content-type", "application/json").body(b);
-    }
-    let resp = req.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    let (status, _, body) = support::server::send_signed_with(method, url, sig, body).await;
+    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

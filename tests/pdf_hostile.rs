@@ -3,8 +3,8 @@
 //! Each asserts the time well under the budget; the peak memory of each case is printed by
 //! `cargo bench --bench hostile`.
 
-#[path = "support/hostile.rs"]
-mod hostile;
+mod support;
+use support::hostile;
 
 use paycall::pdf::{extract_guarded, Options, PdfError, Truncation};
 use std::time::{Duration, Instant};

@@ -1,8 +1,5 @@
 //! Test support for /api/pdf: a minimal PDF writer for synthetic and hostile files, and the
 //! generated corpus in fixtures/pdf (scripts/pdf-corpus.py).
-//!
-//! Include with `#[path = "pdf_support/mod.rs"] mod pdf_support;`.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::PathBuf;

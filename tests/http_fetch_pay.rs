@@ -5,58 +5,21 @@
 //! Every billing rule is checked against what the facilitator saw: a charged call settles once
 //! and moves exactly the price on-chain; a not-charged outcome never reaches /settle.
 
-#[path = "support/server.rs"]
-mod server_support;
-#[path = "support/stack.rs"]
-mod stack;
-#[path = "support/upstream.rs"]
-mod upstream;
+mod support;
+use support::server::decode_b64_json;
+use support::shipped::paycall_for;
+use support::{stack, upstream};
 
 use serde_json::Value;
-use std::path::Path;
 use std::time::Duration;
 
-use paycall::config;
-use paycall::server;
 use stack::LocalStack;
-
-const SOL_PLACEHOLDER: &str = "11111111111111111111111111111111";
 
 /// paycall with the shipped config, pointed at the stack's facilitator and payTo, allowed to
 /// reach 127.0.0.1 only.
-async fn paycall_for(stack: &LocalStack) -> server_support::TestServer {
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac = stack.facilitator_url.clone();
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_FACILITATOR_URL" => Some(fac.clone()),
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some(SOL_PLACEHOLDER.into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
-    let services = server::services::build(&cfg).expect("services");
-    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
-    server_support::start_app(app).await
-}
+use support::server::enc;
 
-use server_support::enc;
-
-use server_support::send_signed;
-
-fn decode_b64_json(v: &str) -> Value {
-    use base64::Engine;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(v.trim())
-        .expect("base64");
-    serde_json::from_slice(&bytes).expect("json")
-}
+use support::server::send_signed;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_and_fetch_are_paid_for_real_and_settle_once() {
@@ -67,7 +30,7 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
 
     // Unpaid: 402 with the challenge; the facilitator sees nothing.
     let url = paycall.url(&format!("/api/http?url={}", enc(&up.url("/hello"))));
-    let r = server_support::client().get(&url).send().await.unwrap();
+    let r = support::server::client().get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 402);
     assert_eq!(r.headers()["cache-control"], "no-store");
     let challenge = decode_b64_json(r.headers()["payment-required"].to_str().unwrap());
@@ -76,7 +39,7 @@ async fn http_and_fetch_are_paid_for_real_and_settle_once() {
     assert_eq!(challenge["accepts"][0]["payTo"], stack.pay_to);
     assert_eq!(
         challenge["accepts"][1]["network"], "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
-        "the local facilitator settles Solana too (tests/pay_solana.rs pays it)"
+        "the local facilitator settles Solana too (tests/solana_pay.rs pays it)"
     );
     assert_eq!(
         challenge["resource"]["url"],
@@ -538,7 +501,7 @@ async fn a_client_that_hangs_up_is_still_settled_and_can_fetch_its_answer() {
         .payment_signature;
     stack.reset_calls();
     // The client gives up after 300 ms, long before the upstream answers.
-    let gave_up = server_support::client()
+    let gave_up = support::server::client()
         .get(&target)
         .header("PAYMENT-SIGNATURE", &sig)
         .timeout(Duration::from_millis(300))

@@ -4,8 +4,6 @@
 //! The upstream is hand-rolled on tokio so that tests control the bytes exactly: declared lengths
 //! that lie, chunked bodies, servers that stall or never answer.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,35 @@
+//! The one test support of paycall's integration tests and benches, included the same way by
+//! every test crate with `mod support;` (a bench: `#[path = "../tests/support/mod.rs"] mod support;`).
+//!
+//! - the server under test: [`server`] (in-process, 127.0.0.1:0), [`binary`] (the real binary
+//!   as a child process), [`shipped`] (paycall on the shipped routes against the stack),
+//!   [`clients`] (running the official clients);
+//! - the payment stack: [`stack`] (anvil + the official facilitator + the Solana mock),
+//!   [`eip3009`] (in-process EVM signing);
+//! - upstreams and canaries: [`upstream`], [`guard`] (scripted raw HTTP, counting canaries),
+//!   [`pages`], [`extract`], [`market`], [`search`], [`audit_zoo`], [`postgres`];
+//! - documents: [`pdf`], [`hostile`];
+//! - [`net`]: bind 127.0.0.1:0 and serve; [`bench`]: the benches' stub facilitator, slow upstream,
+//!   arguments and RSS.
+//!
+//! Each tests/*.rs is its own crate and uses only part of this, so unused code is expected here.
+#![allow(dead_code)]
+
+pub mod audit_zoo;
+pub mod bench;
+pub mod binary;
+pub mod clients;
+pub mod eip3009;
+pub mod extract;
+pub mod guard;
+pub mod hostile;
+pub mod market;
+pub mod net;
+pub mod pages;
+pub mod pdf;
+pub mod postgres;
+pub mod search;
+pub mod server;
+pub mod shipped;
+pub mod stack;
+pub mod upstream;
