@@ -106,22 +106,30 @@ enum Command {
     },
 }
 
-fn init_logs(format: LogFormat) {
+/// Logs go to stderr through a writer thread (see Cargo.toml's tracing-appender); the returned
+/// guard flushes what is queued when dropped, so keep it until the process ends.
+#[must_use]
+fn init_logs(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PAYCALL_LOG")
         // hyper's per-connection errors (a client hanging up mid-request) are not ours to report
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,warp::server=off"));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("paycall-log")
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Text => builder.init(),
     }
+    guard
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logs(cli.log_format);
+    let _logs = init_logs(cli.log_format);
     let command = cli.command.unwrap_or(Command::Serve);
     if !matches!(command, Command::Serve) {
         restore_sigpipe();

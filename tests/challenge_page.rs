@@ -131,6 +131,8 @@ async fn a_browser_gets_the_402_as_a_page_and_every_other_client_the_json() {
     let (status, json_headers, json_body) = get(&url, None).await;
     assert_eq!(status, 402);
     assert_eq!(header(&json_headers, "content-type"), "application/json");
+    // One URL, two representations chosen by Accept: shared caches must key on it.
+    assert_eq!(header(&json_headers, "vary"), "Accept");
     let challenge = header(&json_headers, "payment-required").to_string();
     assert!(!challenge.is_empty());
     let body: serde_json::Value = serde_json::from_str(&json_body).expect("JSON 402");
@@ -159,6 +161,7 @@ async fn a_browser_gets_the_402_as_a_page_and_every_other_client_the_json() {
     assert_eq!(header(&h, "content-type"), "text/html; charset=utf-8");
     assert_eq!(header(&h, "payment-required"), challenge);
     assert_eq!(header(&h, "cache-control"), "no-store");
+    assert_eq!(header(&h, "vary"), "Accept");
     assert!(header(&h, "content-security-policy").contains("default-src 'none'"));
     assert!(page.starts_with("<!doctype html>"), "{page}");
     assert_eq!(page.matches("<b>0.02 USDC</b>").count(), 2, "{page}");

@@ -324,13 +324,26 @@ impl Gate {
             .is_ok()
         {
             let fac = self.facilitator.clone();
+            let solana: Vec<String> = self
+                .options
+                .iter()
+                .filter(|(o, _)| o.is_solana())
+                .map(|(o, _)| o.network.clone())
+                .collect();
             tokio::spawn(async move {
-                if let Err(e) = fac.refresh_supported().await {
-                    tracing::warn!(error = %e, "facilitator /supported failed; the Solana offer stays out of challenges");
-                } else {
-                    tracing::warn!(
-                        "facilitator does not list a Solana feePayer; the Solana offer is left out"
-                    );
+                let outcome = fac.refresh_supported().await;
+                let still: Vec<&str> = solana
+                    .iter()
+                    .filter(|n| fac.fee_payer(n).is_none())
+                    .map(String::as_str)
+                    .collect();
+                // Every paid route's gate asks; one line a minute for the whole process says it.
+                if still.is_empty() || !warn_due(now) {
+                    return;
+                }
+                match outcome {
+                    Err(e) => tracing::warn!(error = %e, networks = ?still, "facilitator /supported failed; the Solana offer stays out of challenges"),
+                    Ok(_) => tracing::warn!(networks = ?still, "facilitator does not list a Solana feePayer; the Solana offer is left out"),
                 }
             });
         }
@@ -370,6 +383,10 @@ impl Gate {
         let ready = |method: &Method, message: &str| {
             let mut r = self.render_challenge(None, method, "Payment required", message, &offers);
             crate::server::respond::common_headers(r.status, &mut r.headers);
+            // The same URL answers JSON or, to a browser, the HTML page (challenge_page): a
+            // cache between must key on Accept.
+            r.headers
+                .insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
             r
         };
         let by_method = self
@@ -732,6 +749,17 @@ impl Stage for Gate {
     }
 }
 
+/// Whether the missing-feePayer warning is due (at most one a minute for the process, whatever
+/// the number of gates asking), taking the turn when it is.
+fn warn_due(now_ms: u64) -> bool {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let last = LAST.load(Ordering::Relaxed);
+    (last == 0 || now_ms.saturating_sub(last) >= 60_000)
+        && LAST
+            .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+}
+
 /// Whether the request names text/html in Accept (a browser): such a request is not answered
 /// from the ready-made 402s.
 fn accepts_html(headers: &http::HeaderMap) -> bool {
@@ -972,6 +1000,16 @@ fn facilitator_message(e: &FacilitatorError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_missing_fee_payer_warning_is_said_once_a_minute_for_the_process() {
+        // Far past any real clock, so a warning elsewhere in this binary cannot interleave.
+        let t = u64::MAX / 2;
+        assert!(warn_due(t));
+        assert!(!warn_due(t + 1), "a second gate in the same minute stays quiet");
+        assert!(!warn_due(t + 59_999));
+        assert!(warn_due(t + 60_000));
+    }
 
     fn row(state: State, attempts: i64, reply: bool) -> Row {
         Row {
