@@ -79,7 +79,7 @@ paycall is running on http://127.0.0.1:$PORT with the shipped routes.yaml.
   pay a call:    node tests/e2e/pay.mjs --state $STATE --url 'http://127.0.0.1:$PORT/api/http?url=http://127.0.0.1:$SITE_PORT/'
   on Solana:     add --network solana
   networks:      curl http://127.0.0.1:$PORT/status   (networks: each offer's readiness)
-  free demo:     curl http://127.0.0.1:$PORT/api/demo/http   (its fixed input is https://example.com/: needs internet)
+  free demo:     curl http://127.0.0.1:$PORT/api/demo/http   (its fixed input is this service's own sample page; no internet needed)
 Ctrl-C stops paycall, the page server and the chain.
 MSG
 wait "${pids[2]}"
