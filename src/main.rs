@@ -108,7 +108,6 @@ enum Command {
 
 /// Logs go to stderr through a writer thread (see Cargo.toml's tracing-appender); the returned
 /// guard flushes what is queued when dropped, so keep it until the process ends.
-#[must_use]
 fn init_logs(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PAYCALL_LOG")
         // hyper's per-connection errors (a client hanging up mid-request) are not ours to report
