@@ -7,7 +7,6 @@
 //! the Base Sepolia EIP-712 name on Base, v2 objects in the body only, a resource.url built from
 //! an internal http:// address, descriptions over CDP's 500-character cap, testnets in production).
 
-use base64::Engine;
 use http::HeaderMap;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -16,6 +15,7 @@ use url::Url;
 use super::address::{classify_evm, is_valid_solana, EvmAddress};
 use super::networks::{self, Family};
 use crate::net::Guard;
+use crate::x402::codec::{decode_lenient_uncapped, CodecError};
 
 /// Severity of a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -220,37 +220,29 @@ impl Out {
     }
 }
 
-/// Decodes a PAYMENT-REQUIRED value: standard base64 first; URL-safe or unpadded alphabets are
-/// accepted but reported (`lenient` = true), since strict clients reject them.
+/// Decodes a PAYMENT-REQUIRED value with the codec's lenient decoder (at any length): URL-safe or unpadded
+/// alphabets are accepted but reported (`lenient` = true), since strict clients reject them.
+/// The errors keep the report's wording (an auditor's sentence, not the codec's).
 pub fn decode_header(value: &str) -> Result<(Value, bool), String> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    let v = value.trim();
-    let mut bytes = None;
-    let mut lenient = false;
-    for (i, engine) in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
-        .into_iter()
-        .enumerate()
-    {
-        if let Ok(b) = engine.decode(v) {
-            bytes = Some(b);
-            lenient = i > 0;
-            break;
+    match decode_lenient_uncapped(value) {
+        Ok((j @ Value::Object(_), variant)) => Ok((j, !variant.is_conformant())),
+        Ok(_) | Err(CodecError::NotObject) => {
+            Err("the decoded header is JSON but not an object".into())
         }
-    }
-    let Some(bytes) = bytes else {
+        Err(CodecError::Json(e)) => Err(format!("the decoded header is not JSON: {e}")),
+        // An empty value is empty base64: no bytes, which are not JSON.
+        Err(CodecError::Empty) => Err(format!(
+            "the decoded header is not JSON: {}",
+            serde_json::from_slice::<Value>(&[]).unwrap_err()
+        )),
         // Some sellers put raw JSON in the header.
-        if let Ok(j) = serde_json::from_str::<Value>(v) {
-            return Err(format!(
+        Err(_) => match serde_json::from_str::<Value>(value.trim()) {
+            Ok(j) => Err(format!(
                 "the header holds raw JSON, not base64 (x402Version {})",
                 j.get("x402Version").cloned().unwrap_or(Value::Null)
-            ));
-        }
-        return Err("the header is not base64".into());
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(j @ Value::Object(_)) => Ok((j, lenient)),
-        Ok(_) => Err("the decoded header is JSON but not an object".into()),
-        Err(e) => Err(format!("the decoded header is not JSON: {e}")),
+            )),
+            Err(_) => Err("the header is not base64".into()),
+        },
     }
 }
 
@@ -1426,6 +1418,7 @@ pub fn obj(v: Value) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
 
     #[test]
     fn usd_and_hosts() {
@@ -1453,6 +1446,14 @@ mod tests {
         assert!(decode_header(&j.to_string())
             .unwrap_err()
             .contains("raw JSON"));
+        let list = base64::engine::general_purpose::STANDARD.encode("[2]");
+        assert_eq!(
+            decode_header(&list).unwrap_err(),
+            "the decoded header is JSON but not an object"
+        );
+        assert!(decode_header(" ")
+            .unwrap_err()
+            .starts_with("the decoded header is not JSON: EOF"));
     }
 
     #[test]
