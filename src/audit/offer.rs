@@ -353,8 +353,8 @@ fn eip712_domain(o: &mut Offer<'_>, out: &mut Out) -> bool {
     let mut ok = true;
     if family == Some(Family::Evm) && scheme == "exact" {
         if let Some((name, version)) = usdc_domain {
-            let en = str_of(&extra, "name");
-            let ev = str_of(&extra, "version");
+            let en = str_of(extra, "name");
+            let ev = str_of(extra, "version");
             if en == Some(name) && ev == Some(version) {
                 out.entry(i, "eip712_domain", Level::Pass, format!("extra.name/version \"{name}\"/\"{version}\" match the token's EIP-712 domain"), "");
             } else {
@@ -384,7 +384,7 @@ fn fee_payer(o: &mut Offer<'_>, out: &mut Out) -> bool {
     let extra = &o.extra;
     let mut ok = true;
     if family == Some(Family::Solana) {
-        match str_of(&extra, "feePayer") {
+        match str_of(extra, "feePayer") {
             Some(f) if is_valid_solana(f) => out.entry(
                 i,
                 "fee_payer",

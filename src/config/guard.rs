@@ -75,7 +75,10 @@ mod tests {
         let env = |k: &str| (k == "PAYCALL_ALLOW_CIDRS").then(|| "127.0.0.1/32, bad".to_string());
         let (g, errors) =
             reported(|r| validate_guard(guard("allow_cidrs: [10.0.0.0/8]"), &base(), &env, r));
-        assert_eq!(g.allow_cidrs, ["127.0.0.1/32".parse::<ipnet::IpNet>().unwrap()]);
+        assert_eq!(
+            g.allow_cidrs,
+            ["127.0.0.1/32".parse::<ipnet::IpNet>().unwrap()]
+        );
         assert_eq!(
             errors,
             ["PAYCALL_ALLOW_CIDRS: `bad` is not a CIDR or IP address"]
