@@ -1,6 +1,19 @@
 //! paycall: pay-per-call web and crypto-market functions for software agents, paid with x402 v2.
 //!
-//! Dependencies point down: server → pipeline → stages → (x402, net, doc) → config types.
+//! Dependencies point down (what `grep -rn "use crate::" src/` shows):
+//! - `server` (warp, the top) builds everything: config → services → chains, and the
+//!   discovery documents; `ops` and `mcp` sit beside it and read its `App`.
+//! - `stages` and `payment` (the payment stages) implement the `pipeline::Stage` trait and meet
+//!   only through the `pipeline::Exchange`; `pipeline` never imports them (the registry of
+//!   stage names lives in `stages`, handed to the chain builder by `server`).
+//! - the domain modules (`x402`, `net`, `doc`, `market`, `pdf`, `search`, `browser`, `audit`)
+//!   import no module above them, and never warp.
+//! - `config` holds the types every layer reads; validating them borrows a few pure checks
+//!   from the domain (`audit::address`, `net::guard`, `x402::price`) and the ledger's settings
+//!   type from `payment`.
+//!
+//! Two imports still point up: `payment::gate` uses `server::respond::common_headers`, and
+//! `payment::readiness::status_of` reads `server::App`.
 
 // A stage's early answer is an `Err(Reply)` (status, headers, JSON body): built once per refused
 // request on a cold path, so boxing it everywhere would buy nothing but noise. The payment state

@@ -7,15 +7,15 @@
 //! the Base Sepolia EIP-712 name on Base, v2 objects in the body only, a resource.url built from
 //! an internal http:// address, descriptions over CDP's 500-character cap, testnets in production).
 
-use base64::Engine;
 use http::HeaderMap;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use url::Url;
 
-use super::address::{classify_evm, is_valid_solana, EvmAddress};
-use super::networks::{self, Family};
+use super::networks;
+use super::offer::check_entry;
 use crate::net::Guard;
+use crate::x402::codec::{decode_lenient_uncapped, CodecError};
 
 /// Severity of a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -173,14 +173,14 @@ pub fn bound_findings(checks: &mut Vec<Check>, max: usize) {
 }
 
 /// Schemes the x402 specs and SDKs define.
-const KNOWN_SCHEMES: &[&str] = &["exact", "upto", "batch-settlement", "deferred"];
+pub(super) const KNOWN_SCHEMES: &[&str] = &["exact", "upto", "batch-settlement", "deferred"];
 /// CDP's cap on resource.description (UTF-16 units, it is JavaScript).
 pub const MAX_DESCRIPTION: usize = 500;
 /// 6-decimals tokens: atomic units per dollar.
-const USDC_UNIT: u128 = 1_000_000;
+pub(super) const USDC_UNIT: u128 = 1_000_000;
 
-struct Out {
-    checks: Vec<Check>,
+pub(super) struct Out {
+    pub(super) checks: Vec<Check>,
 }
 
 impl Out {
@@ -199,7 +199,7 @@ impl Out {
             entry: None,
         });
     }
-    fn entry(
+    pub(super) fn entry(
         &mut self,
         i: usize,
         id: &'static str,
@@ -220,37 +220,29 @@ impl Out {
     }
 }
 
-/// Decodes a PAYMENT-REQUIRED value: standard base64 first; URL-safe or unpadded alphabets are
-/// accepted but reported (`lenient` = true), since strict clients reject them.
+/// Decodes a PAYMENT-REQUIRED value with the codec's lenient decoder (at any length): URL-safe or unpadded
+/// alphabets are accepted but reported (`lenient` = true), since strict clients reject them.
+/// The errors keep the report's wording (an auditor's sentence, not the codec's).
 pub fn decode_header(value: &str) -> Result<(Value, bool), String> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    let v = value.trim();
-    let mut bytes = None;
-    let mut lenient = false;
-    for (i, engine) in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
-        .into_iter()
-        .enumerate()
-    {
-        if let Ok(b) = engine.decode(v) {
-            bytes = Some(b);
-            lenient = i > 0;
-            break;
+    match decode_lenient_uncapped(value) {
+        Ok((j @ Value::Object(_), variant)) => Ok((j, !variant.is_conformant())),
+        Ok(_) | Err(CodecError::NotObject) => {
+            Err("the decoded header is JSON but not an object".into())
         }
-    }
-    let Some(bytes) = bytes else {
+        Err(CodecError::Json(e)) => Err(format!("the decoded header is not JSON: {e}")),
+        // An empty value is empty base64: no bytes, which are not JSON.
+        Err(CodecError::Empty) => Err(format!(
+            "the decoded header is not JSON: {}",
+            serde_json::from_slice::<Value>(&[]).unwrap_err()
+        )),
         // Some sellers put raw JSON in the header.
-        if let Ok(j) = serde_json::from_str::<Value>(v) {
-            return Err(format!(
+        Err(_) => match serde_json::from_str::<Value>(value.trim()) {
+            Ok(j) => Err(format!(
                 "the header holds raw JSON, not base64 (x402Version {})",
                 j.get("x402Version").cloned().unwrap_or(Value::Null)
-            ));
-        }
-        return Err("the header is not base64".into());
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(j @ Value::Object(_)) => Ok((j, lenient)),
-        Ok(_) => Err("the decoded header is JSON but not an object".into()),
-        Err(e) => Err(format!("the decoded header is not JSON: {e}")),
+            )),
+            Err(_) => Err("the header is not base64".into()),
+        },
     }
 }
 
@@ -258,7 +250,7 @@ fn version_of(v: &Value) -> Option<u64> {
     v.get("x402Version").and_then(Value::as_u64)
 }
 
-fn str_of<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+pub(super) fn str_of<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
 
@@ -320,19 +312,244 @@ pub fn analyse(p: &ProbeView<'_>, guard: &Guard) -> Analysis {
 pub fn analyse_with(p: &ProbeView<'_>, guard: &Guard, limits: &Limits) -> Analysis {
     let mut out = Out { checks: Vec::new() };
 
-    // status
-    match p.status {
+    status_402(p.status, &mut out);
+
+    let Located {
+        header,
+        header_obj,
+        header_version,
+        source,
+        obj,
+    } = locate_challenge(p, &mut out);
+
+    let version = obj.as_ref().and_then(version_of);
+    if obj.is_some() {
+        x402_version(version, &mut out);
+    }
+    v2_in_header(source, &header_obj, header_version, &mut out);
+
+    let mut discovery = DiscoveryHints::default();
+    let mut accepts_out = Vec::new();
+    let mut pay_tos: Vec<(String, String)> = Vec::new();
+    let mut networks_seen: Vec<String> = Vec::new();
+    let mut resource = Value::Null;
+    let mut valid = false;
+    let error_text = obj
+        .as_ref()
+        .and_then(|o| str_of(o, "error"))
+        .map(str::to_string);
+
+    if let Some(o) = &obj {
+        let v2 = version == Some(2);
+        let accepts = o
+            .get("accepts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if accepts.is_empty() {
+            out.add(
+                "accepts_nonempty",
+                Level::Fail,
+                "`accepts` is missing or empty: there is nothing to pay",
+                "list at least one payment option (scheme exact, network, amount, asset, payTo)",
+            );
+        } else {
+            out.pass(
+                "accepts_nonempty",
+                format!("{} payment option(s) offered", accepts.len()),
+            );
+        }
+        if accepts.len() > limits.max_offers {
+            out.add(
+                "accepts_bounded",
+                Level::Warn,
+                format!(
+                    "the 402 lists {} offers; the first {} were audited",
+                    accepts.len(),
+                    limits.max_offers
+                ),
+                "offer a few payment options (one per network and asset): clients and facilitators read every entry",
+            );
+        }
+
+        // resource info: v2 top level, v1 per entry (first entry speaks for all)
+        let (res_url, description, mime) = if v2 {
+            let r = o.get("resource").cloned().unwrap_or(Value::Null);
+            resource = r.clone();
+            (
+                str_of(&r, "url").map(str::to_string),
+                str_of(&r, "description").map(str::to_string),
+                str_of(&r, "mimeType").map(str::to_string),
+            )
+        } else {
+            let first = accepts.first().cloned().unwrap_or(Value::Null);
+            let res = str_of(&first, "resource").map(str::to_string);
+            let d = str_of(&first, "description").map(str::to_string);
+            let m = str_of(&first, "mimeType").map(str::to_string);
+            resource = json!({"url": res, "description": d, "mimeType": m});
+            (res, d, m)
+        };
+        check_resource(&mut out, p, guard, res_url.as_deref(), v2);
+        description_length(description.as_deref(), &mut out);
+        mime_type(mime.as_deref(), &mut out);
+        if v2 {
+            check_service_metadata(&mut out, &resource);
+        }
+
+        for (i, e) in accepts.iter().take(limits.max_offers).enumerate() {
+            let (entry_json, ok) = check_entry(&mut out, i, e, v2);
+            valid |= ok;
+            if let (Some(n), Some(pt)) = (str_of(e, "network"), str_of(e, "payTo")) {
+                let pair = (n.to_string(), pt.to_string());
+                if !pay_tos.contains(&pair) {
+                    pay_tos.push(pair);
+                }
+                if !networks_seen.iter().any(|x| x == n) {
+                    networks_seen.push(n.to_string());
+                }
+            }
+            if !v2 {
+                if let Some(os) = e.get("outputSchema").filter(|v| v.is_object()) {
+                    discovery.v1_output_schema = true;
+                    if os.pointer("/input/discoverable") == Some(&Value::Bool(true)) {
+                        discovery.v1_discoverable = true;
+                    }
+                    if discovery.method.is_none() {
+                        discovery.method = os
+                            .pointer("/input/method")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                        discovery.input_type = os
+                            .pointer("/input/type")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                    }
+                }
+            }
+            accepts_out.push(entry_json);
+        }
+
+        testnet(p.url.host_str().unwrap_or(""), &networks_seen, &mut out);
+
+        if v2 {
+            check_bazaar(&mut out, o, p.method, &mut discovery);
+        } else if discovery.v1_discoverable {
+            out.add("bazaar_present", Level::Warn, "v1 outputSchema with discoverable: true — the CDP Bazaar now catalogues v2 payments with extensions.bazaar", "upgrade to v2 and declare the bazaar extension (declareDiscoveryExtension)");
+        } else {
+            out.add(
+                "bazaar_present",
+                Level::Warn,
+                "no discovery metadata (v1, no outputSchema.input.discoverable)",
+                "upgrade to v2 and declare the bazaar extension",
+            );
+        }
+    }
+
+    if p.status == 402 {
+        cache_control(p.headers, &mut out);
+        if header.is_some() {
+            cors_expose(p.headers, &mut out);
+        }
+    }
+
+    bound_findings(&mut out.checks, limits.max_findings);
+    let valid_challenge = valid
+        && matches!(
+            source,
+            ChallengeSource::V2Header | ChallengeSource::Dual | ChallengeSource::V1Body
+        )
+        && p.status == 402;
+    Analysis {
+        http_status: p.status,
+        valid_challenge,
+        x402_version: version,
+        challenge_source: source,
+        error_text,
+        resource,
+        accepts: accepts_out,
+        discovery,
+        checks: out.checks,
+        pay_tos,
+        networks: networks_seen,
+    }
+}
+
+/// `description_length`: CDP refuses a description over 500 UTF-16 units; an empty one shows
+/// nothing in the Bazaar.
+fn description_length(description: Option<&str>, out: &mut Out) {
+    match description {
+        Some(d) if d.encode_utf16().count() > MAX_DESCRIPTION => out.add("description_length", Level::Fail, format!("the description is {} characters; CDP rejects more than {MAX_DESCRIPTION} (surfacing as a confusing invalid_request)", d.encode_utf16().count()), format!("shorten the description to at most {MAX_DESCRIPTION} characters")),
+        Some(d) if d.trim().is_empty() => out.add("description_length", Level::Warn, "the description is empty: the Bazaar shows nothing about the route", "describe what the route returns in one or two sentences"),
+        Some(d) => out.pass("description_length", format!("description of {} characters", d.encode_utf16().count())),
+        None => out.add("description_length", Level::Warn, "no description", "add resource.description (≤ 500 characters)"),
+    }
+}
+
+/// `mime_type`: buyers need to know what the paid answer is.
+fn mime_type(mime: Option<&str>, out: &mut Out) {
+    match mime {
+        Some(m) if !m.trim().is_empty() => out.pass("mime_type", format!("mimeType {m}")),
+        _ => out.add(
+            "mime_type",
+            Level::Warn,
+            "no mimeType: buyers cannot tell what the paid answer is",
+            "set resource.mimeType, e.g. application/json",
+        ),
+    }
+}
+
+/// `testnet`: test tokens offered on a host that looks like production are worthless to the
+/// seller.
+fn testnet(host: &str, networks_seen: &[String], out: &mut Out) {
+    let testnets: Vec<&String> = networks_seen
+        .iter()
+        .filter(|n| networks::is_testnet(n))
+        .collect();
+    if !testnets.is_empty() {
+        if production_looking(host) {
+            out.add("testnet", Level::Warn, format!("testnet network(s) {} offered on {host}, which looks like a production host: buyers pay with worthless test tokens", join(&testnets)), "offer mainnet (eip155:8453 with Base USDC) in production; keep testnets on staging hosts");
+        } else {
+            out.pass(
+                "testnet",
+                format!(
+                    "testnet network(s) {} on a non-production host",
+                    join(&testnets)
+                ),
+            );
+        }
+    } else if !networks_seen.is_empty() {
+        out.pass("testnet", "only mainnet networks are offered");
+    }
+}
+
+/// `status_402`: an unpaid request must be answered 402; each other status says what stood in
+/// front of the paywall.
+fn status_402(status: u16, out: &mut Out) {
+    match status {
         402 => out.pass("status_402", "the unpaid request was answered 402 Payment Required"),
-        200..=299 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {} — the route is not paywalled (or has a free tier)", p.status), "answer every request without a valid PAYMENT-SIGNATURE with 402 and the challenge"),
-        400 | 422 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: input validation runs before the paywall, so agents and Bazaar probes without parameters never see the challenge", p.status), "answer 402 before validating the input (validate after the payment header is present)"),
+        200..=299 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {} — the route is not paywalled (or has a free tier)", status), "answer every request without a valid PAYMENT-SIGNATURE with 402 and the challenge"),
+        400 | 422 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: input validation runs before the paywall, so agents and Bazaar probes without parameters never see the challenge", status), "answer 402 before validating the input (validate after the payment header is present)"),
         412 => out.add("status_402", Level::Warn, "412: the Permit2 allowance flow answered instead of a plain 402", "answer a request without payment with 402"),
-        401 | 403 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: an API key or auth layer sits in front of the paywall", p.status), "let unauthenticated requests reach the x402 middleware"),
-        404 | 405 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: wrong path or method", p.status), "check the URL and the method (x402-check sends exactly the method you ask for)"),
+        401 | 403 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: an API key or auth layer sits in front of the paywall", status), "let unauthenticated requests reach the x402 middleware"),
+        404 | 405 => out.add("status_402", Level::Fail, format!("the unpaid request was answered {}: wrong path or method", status), "check the URL and the method (x402-check sends exactly the method you ask for)"),
         s if s >= 500 => out.add("status_402", Level::Fail, format!("the server failed with {s} before answering a challenge"), "a common cause is the middleware failing its start-up /supported call to the facilitator; check the server logs"),
         s => out.add("status_402", Level::Fail, format!("the unpaid request was answered {s}, not 402"), "answer 402 with a PAYMENT-REQUIRED header"),
     }
+}
 
-    // find the challenge
+/// Where the challenge is, as the report's `challenge_source` says, with the
+/// `challenge_decodable` and `challenge_present` findings.
+struct Located {
+    /// The PAYMENT-REQUIRED value, as text.
+    header: Option<String>,
+    header_obj: Option<Value>,
+    header_version: Option<u64>,
+    source: ChallengeSource,
+    /// The challenge object audited (the header's, else the body's).
+    obj: Option<Value>,
+}
+
+fn locate_challenge(p: &ProbeView<'_>, out: &mut Out) -> Located {
     let header = p
         .headers
         .get("payment-required")
@@ -417,238 +634,84 @@ pub fn analyse_with(p: &ProbeView<'_>, guard: &Guard, limits: &Limits) -> Analys
             "send the challenge in the PAYMENT-REQUIRED header",
         );
     }
-
-    let version = obj.as_ref().and_then(version_of);
-    if obj.is_some() {
-        match version {
-            Some(2) => out.pass("x402_version", "x402Version is 2"),
-            Some(1) => out.add("x402_version", Level::Warn, "x402Version 1 (legacy): v2 clients and the Bazaar's v2 extensions do not apply", "upgrade to x402 v2 (@x402/* 2.x or an equivalent): challenge in PAYMENT-REQUIRED, CAIP-2 networks, `amount`"),
-            Some(v) => out.add("x402_version", Level::Fail, format!("x402Version {v} is not a known version"), "use x402Version 2"),
-            None => out.add("x402_version", Level::Fail, "the challenge has no integer x402Version", "add \"x402Version\": 2"),
-        }
+    Located {
+        header,
+        header_obj,
+        header_version,
+        source,
+        obj,
     }
+}
+
+/// `x402_version`: 2 is current, 1 legacy, anything else unknown.
+fn x402_version(version: Option<u64>, out: &mut Out) {
+    match version {
+        Some(2) => out.pass("x402_version", "x402Version is 2"),
+        Some(1) => out.add("x402_version", Level::Warn, "x402Version 1 (legacy): v2 clients and the Bazaar's v2 extensions do not apply", "upgrade to x402 v2 (@x402/* 2.x or an equivalent): challenge in PAYMENT-REQUIRED, CAIP-2 networks, `amount`"),
+        Some(v) => out.add("x402_version", Level::Fail, format!("x402Version {v} is not a known version"), "use x402Version 2"),
+        None => out.add("x402_version", Level::Fail, "the challenge has no integer x402Version", "add \"x402Version\": 2"),
+    }
+}
+
+/// `v2_in_header`: v2 clients read the challenge from PAYMENT-REQUIRED only.
+fn v2_in_header(
+    source: ChallengeSource,
+    header_obj: &Option<Value>,
+    header_version: Option<u64>,
+    out: &mut Out,
+) {
     match source {
         ChallengeSource::V2Header | ChallengeSource::Dual => out.pass("v2_in_header", "the v2 challenge is carried in the PAYMENT-REQUIRED header"),
         ChallengeSource::V2BodyOnly => out.add("v2_in_header", Level::Fail, "the v2 challenge is only in the body; v2 clients read the PAYMENT-REQUIRED header and cannot pay", "send the same object base64-encoded in the PAYMENT-REQUIRED header (a copy in the body is fine)"),
         ChallengeSource::OtherHeader if header_obj.is_some() => out.add("v2_in_header", Level::Fail, format!("PAYMENT-REQUIRED holds x402Version {}, not a v2 challenge", header_version.map(|v| v.to_string()).unwrap_or_else(|| "(none)".into())), "put the v2 PaymentRequired object in PAYMENT-REQUIRED; v1 challenges go in the body"),
         _ => {}
     }
+}
 
-    let mut discovery = DiscoveryHints::default();
-    let mut accepts_out = Vec::new();
-    let mut pay_tos: Vec<(String, String)> = Vec::new();
-    let mut networks_seen: Vec<String> = Vec::new();
-    let mut resource = Value::Null;
-    let mut valid = false;
-    let error_text = obj
-        .as_ref()
-        .and_then(|o| str_of(o, "error"))
-        .map(str::to_string);
-
-    if let Some(o) = &obj {
-        let v2 = version == Some(2);
-        let accepts = o
-            .get("accepts")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if accepts.is_empty() {
-            out.add(
-                "accepts_nonempty",
-                Level::Fail,
-                "`accepts` is missing or empty: there is nothing to pay",
-                "list at least one payment option (scheme exact, network, amount, asset, payTo)",
-            );
-        } else {
-            out.pass(
-                "accepts_nonempty",
-                format!("{} payment option(s) offered", accepts.len()),
-            );
-        }
-        if accepts.len() > limits.max_offers {
-            out.add(
-                "accepts_bounded",
-                Level::Warn,
-                format!(
-                    "the 402 lists {} offers; the first {} were audited",
-                    accepts.len(),
-                    limits.max_offers
-                ),
-                "offer a few payment options (one per network and asset): clients and facilitators read every entry",
-            );
-        }
-
-        // resource info: v2 top level, v1 per entry (first entry speaks for all)
-        let (res_url, description, mime) = if v2 {
-            let r = o.get("resource").cloned().unwrap_or(Value::Null);
-            resource = r.clone();
-            (
-                str_of(&r, "url").map(str::to_string),
-                str_of(&r, "description").map(str::to_string),
-                str_of(&r, "mimeType").map(str::to_string),
-            )
-        } else {
-            let first = accepts.first().cloned().unwrap_or(Value::Null);
-            let res = str_of(&first, "resource").map(str::to_string);
-            let d = str_of(&first, "description").map(str::to_string);
-            let m = str_of(&first, "mimeType").map(str::to_string);
-            resource = json!({"url": res, "description": d, "mimeType": m});
-            (res, d, m)
-        };
-        check_resource(&mut out, p, guard, res_url.as_deref(), v2);
-        match description.as_deref() {
-            Some(d) if d.encode_utf16().count() > MAX_DESCRIPTION => out.add("description_length", Level::Fail, format!("the description is {} characters; CDP rejects more than {MAX_DESCRIPTION} (surfacing as a confusing invalid_request)", d.encode_utf16().count()), format!("shorten the description to at most {MAX_DESCRIPTION} characters")),
-            Some(d) if d.trim().is_empty() => out.add("description_length", Level::Warn, "the description is empty: the Bazaar shows nothing about the route", "describe what the route returns in one or two sentences"),
-            Some(d) => out.pass("description_length", format!("description of {} characters", d.encode_utf16().count())),
-            None => out.add("description_length", Level::Warn, "no description", "add resource.description (≤ 500 characters)"),
-        }
-        match mime.as_deref() {
-            Some(m) if !m.trim().is_empty() => out.pass("mime_type", format!("mimeType {m}")),
-            _ => out.add(
-                "mime_type",
-                Level::Warn,
-                "no mimeType: buyers cannot tell what the paid answer is",
-                "set resource.mimeType, e.g. application/json",
-            ),
-        }
-        if v2 {
-            check_service_metadata(&mut out, &resource);
-        }
-
-        for (i, e) in accepts.iter().take(limits.max_offers).enumerate() {
-            let (entry_json, ok) = check_entry(&mut out, i, e, v2);
-            valid |= ok;
-            if let (Some(n), Some(pt)) = (str_of(e, "network"), str_of(e, "payTo")) {
-                let pair = (n.to_string(), pt.to_string());
-                if !pay_tos.contains(&pair) {
-                    pay_tos.push(pair);
-                }
-                if !networks_seen.iter().any(|x| x == n) {
-                    networks_seen.push(n.to_string());
-                }
-            }
-            if !v2 {
-                if let Some(os) = e.get("outputSchema").filter(|v| v.is_object()) {
-                    discovery.v1_output_schema = true;
-                    if os.pointer("/input/discoverable") == Some(&Value::Bool(true)) {
-                        discovery.v1_discoverable = true;
-                    }
-                    if discovery.method.is_none() {
-                        discovery.method = os
-                            .pointer("/input/method")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
-                        discovery.input_type = os
-                            .pointer("/input/type")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
-                    }
-                }
-            }
-            accepts_out.push(entry_json);
-        }
-
-        // testnet on a production host
-        let host = p.url.host_str().unwrap_or("");
-        let testnets: Vec<&String> = networks_seen
-            .iter()
-            .filter(|n| networks::is_testnet(n))
-            .collect();
-        if !testnets.is_empty() {
-            if production_looking(host) {
-                out.add("testnet", Level::Warn, format!("testnet network(s) {} offered on {host}, which looks like a production host: buyers pay with worthless test tokens", join(&testnets)), "offer mainnet (eip155:8453 with Base USDC) in production; keep testnets on staging hosts");
+/// `cache_control`: a cached 402 would be served to buyers who already paid.
+fn cache_control(headers: &HeaderMap, out: &mut Out) {
+    let cc = headers
+        .get_all("cache-control")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ")
+        .to_ascii_lowercase();
+    if cc.contains("no-store") {
+        out.pass("cache_control", "the 402 carries Cache-Control: no-store");
+    } else {
+        out.add(
+            "cache_control",
+            Level::Warn,
+            if cc.is_empty() {
+                "the 402 has no Cache-Control header: a CDN may cache the challenge".to_string()
             } else {
-                out.pass(
-                    "testnet",
-                    format!(
-                        "testnet network(s) {} on a non-production host",
-                        join(&testnets)
-                    ),
-                );
-            }
-        } else if !networks_seen.is_empty() {
-            out.pass("testnet", "only mainnet networks are offered");
-        }
-
-        if v2 {
-            check_bazaar(&mut out, o, p.method, &mut discovery);
-        } else if discovery.v1_discoverable {
-            out.add("bazaar_present", Level::Warn, "v1 outputSchema with discoverable: true — the CDP Bazaar now catalogues v2 payments with extensions.bazaar", "upgrade to v2 and declare the bazaar extension (declareDiscoveryExtension)");
-        } else {
-            out.add(
-                "bazaar_present",
-                Level::Warn,
-                "no discovery metadata (v1, no outputSchema.input.discoverable)",
-                "upgrade to v2 and declare the bazaar extension",
-            );
-        }
+                format!("the 402 has Cache-Control: {cc}, without no-store")
+            },
+            "add Cache-Control: no-store to 402 answers (recent @x402/core does)",
+        );
     }
+}
 
-    if p.status == 402 {
-        let cc = p
-            .headers
-            .get_all("cache-control")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect::<Vec<_>>()
-            .join(", ")
-            .to_ascii_lowercase();
-        if cc.contains("no-store") {
-            out.pass("cache_control", "the 402 carries Cache-Control: no-store");
-        } else {
-            out.add(
-                "cache_control",
-                Level::Warn,
-                if cc.is_empty() {
-                    "the 402 has no Cache-Control header: a CDN may cache the challenge".to_string()
-                } else {
-                    format!("the 402 has Cache-Control: {cc}, without no-store")
-                },
-                "add Cache-Control: no-store to 402 answers (recent @x402/core does)",
-            );
-        }
-        let expose = p
-            .headers
-            .get_all("access-control-expose-headers")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect::<Vec<_>>()
-            .join(",")
-            .to_ascii_lowercase();
-        if header.is_some() {
-            if expose
-                .split(',')
-                .any(|h| h.trim() == "payment-required" || h.trim() == "*")
-            {
-                out.pass(
-                    "cors_expose",
-                    "PAYMENT-REQUIRED is exposed to browser clients",
-                );
-            } else {
-                out.add("cors_expose", Level::Warn, "Access-Control-Expose-Headers does not list PAYMENT-REQUIRED: buyers paying from a browser cannot read the challenge", "add Access-Control-Expose-Headers: PAYMENT-REQUIRED, PAYMENT-RESPONSE on the 402 itself");
-            }
-        }
-    }
-
-    bound_findings(&mut out.checks, limits.max_findings);
-    let valid_challenge = valid
-        && matches!(
-            source,
-            ChallengeSource::V2Header | ChallengeSource::Dual | ChallengeSource::V1Body
-        )
-        && p.status == 402;
-    Analysis {
-        http_status: p.status,
-        valid_challenge,
-        x402_version: version,
-        challenge_source: source,
-        error_text,
-        resource,
-        accepts: accepts_out,
-        discovery,
-        checks: out.checks,
-        pay_tos,
-        networks: networks_seen,
+/// `cors_expose`: a browser client can read PAYMENT-REQUIRED only when it is exposed.
+fn cors_expose(headers: &HeaderMap, out: &mut Out) {
+    let expose = headers
+        .get_all("access-control-expose-headers")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",")
+        .to_ascii_lowercase();
+    if expose
+        .split(',')
+        .any(|h| h.trim() == "payment-required" || h.trim() == "*")
+    {
+        out.pass(
+            "cors_expose",
+            "PAYMENT-REQUIRED is exposed to browser clients",
+        );
+    } else {
+        out.add("cors_expose", Level::Warn, "Access-Control-Expose-Headers does not list PAYMENT-REQUIRED: buyers paying from a browser cannot read the challenge", "add Access-Control-Expose-Headers: PAYMENT-REQUIRED, PAYMENT-RESPONSE on the 402 itself");
     }
 }
 
@@ -788,431 +851,6 @@ fn check_service_metadata(out: &mut Out, resource: &Value) {
             "fix the values or leave them out",
         );
     }
-}
-
-/// Checks one accepts entry; returns its report JSON and whether it is payable as written.
-fn check_entry(out: &mut Out, i: usize, e: &Value, v2: bool) -> (Value, bool) {
-    let mut ok = true;
-    let scheme = str_of(e, "scheme").unwrap_or("");
-    let network = str_of(e, "network").unwrap_or("");
-    let asset = str_of(e, "asset").unwrap_or("");
-    let pay_to = str_of(e, "payTo").unwrap_or("");
-    let amount_field = if v2 { "amount" } else { "maxAmountRequired" };
-    let amount_v = e.get(amount_field);
-    let extra = e.get("extra").cloned().unwrap_or(Value::Null);
-
-    // scheme
-    if scheme == "exact" {
-        out.entry(i, "scheme", Level::Pass, "scheme exact", "");
-    } else if KNOWN_SCHEMES.contains(&scheme) {
-        out.entry(
-            i,
-            "scheme",
-            Level::Warn,
-            format!("scheme `{scheme}`: few clients and facilitators support it"),
-            "offer `exact` as well, first",
-        );
-    } else {
-        ok = false;
-        out.entry(
-            i,
-            "scheme",
-            Level::Fail,
-            format!("unknown scheme `{scheme}`"),
-            "use scheme `exact`",
-        );
-    }
-
-    // network
-    let known = networks::lookup(network);
-    if v2 {
-        if networks::is_caip2(network) {
-            if known.is_some() {
-                out.entry(i, "network", Level::Pass, format!("network {network}"), "");
-            } else {
-                out.entry(i, "network", Level::Warn, format!("network {network} is CAIP-2 but not one the main facilitators settle (Base, Solana)"), "offer eip155:8453 (Base) with USDC");
-            }
-        } else {
-            ok = false;
-            let fix = match networks::by_v1(network) {
-                Some(n) => format!("write the CAIP-2 id `{}` instead of `{network}`", n.caip2),
-                None => "use a CAIP-2 id such as eip155:8453".into(),
-            };
-            out.entry(
-                i,
-                "network",
-                Level::Fail,
-                format!("network `{network}` is not a CAIP-2 id (v2 requires one)"),
-                fix,
-            );
-        }
-    } else if known.and_then(|n| n.v1).is_some()
-        || networks::OTHER_V1_NAMES.iter().any(|(n, _)| *n == network)
-    {
-        out.entry(
-            i,
-            "network",
-            Level::Pass,
-            format!("v1 network name {network}"),
-            "",
-        );
-    } else {
-        ok = false;
-        out.entry(
-            i,
-            "network",
-            Level::Fail,
-            format!("`{network}` is not a known v1 network name"),
-            "use `base` (v1) or move to v2 with eip155:8453",
-        );
-    }
-    let family = networks::family_of(network);
-
-    // payTo
-    match family {
-        Some(Family::Evm) => match classify_evm(pay_to) {
-            EvmAddress::Checksummed => out.entry(
-                i,
-                "pay_to",
-                Level::Pass,
-                format!("payTo {pay_to} is a checksummed EVM address"),
-                "",
-            ),
-            EvmAddress::NoChecksum => out.entry(
-                i,
-                "pay_to",
-                Level::Pass,
-                format!(
-                    "payTo {pay_to} is a valid EVM address (single case, so without a checksum)"
-                ),
-                "",
-            ),
-            EvmAddress::BadChecksum => {
-                ok = false;
-                out.entry(i, "pay_to", Level::Fail, format!("payTo {pay_to} fails its EIP-55 checksum: likely a typo, funds could be lost"), format!("check the address; its checksummed form would be {}", super::address::to_checksum(pay_to).unwrap_or_default()))
-            }
-            EvmAddress::Malformed => {
-                ok = false;
-                out.entry(
-                    i,
-                    "pay_to",
-                    Level::Fail,
-                    format!("payTo `{pay_to}` is not an EVM address (0x + 40 hex digits)"),
-                    "set payTo to your receiving wallet address",
-                )
-            }
-        },
-        Some(Family::Solana) => {
-            if is_valid_solana(pay_to) {
-                out.entry(
-                    i,
-                    "pay_to",
-                    Level::Pass,
-                    format!("payTo {pay_to} is a Solana address (32 bytes)"),
-                    "",
-                );
-            } else {
-                ok = false;
-                out.entry(
-                    i,
-                    "pay_to",
-                    Level::Fail,
-                    format!("payTo `{pay_to}` is not a Solana address (base58 of 32 bytes)"),
-                    "set payTo to your Solana wallet's public key (not its token account)",
-                );
-            }
-        }
-        None => out.entry(
-            i,
-            "pay_to",
-            Level::Warn,
-            format!("payTo `{pay_to}` on an unknown network could not be checked"),
-            "",
-        ),
-    }
-    if !pay_to.is_empty() && pay_to.eq_ignore_ascii_case(asset) {
-        ok = false;
-        out.entry(
-            i,
-            "pay_to",
-            Level::Fail,
-            "payTo is the token contract itself: payments would be sent to the USDC contract",
-            "set payTo to your wallet address",
-        );
-    }
-
-    // asset and EIP-712 domain
-    let same_asset = |a: &str| match family {
-        Some(Family::Evm) => a.eq_ignore_ascii_case(asset),
-        _ => a == asset,
-    };
-    let mut usdc_domain: Option<(&str, &str)> = None;
-    let mut asset_label = Value::Null;
-    match known.and_then(|n| n.usdc.map(|u| (n, u))) {
-        Some((n, (addr, name, version))) if same_asset(addr) => {
-            usdc_domain = Some((name, version));
-            asset_label = json!("USDC");
-            out.entry(
-                i,
-                "asset",
-                Level::Pass,
-                format!("asset is USDC on {}", n.label),
-                "",
-            );
-        }
-        Some((n, (addr, _, _))) => {
-            if let Some(other) = networks::NETWORKS
-                .iter()
-                .find(|o| o.usdc.is_some_and(|u| same_asset(u.0)))
-            {
-                ok = false;
-                out.entry(
-                    i,
-                    "asset",
-                    Level::Fail,
-                    format!(
-                        "asset {asset} is USDC on {}, but the network is {}",
-                        other.label, n.label
-                    ),
-                    format!("on {} use USDC at {addr}", n.label),
-                );
-            } else {
-                out.entry(
-                    i,
-                    "asset",
-                    Level::Warn,
-                    format!("asset {asset} is not USDC on {} ({addr})", n.label),
-                    "price in USDC: it is what buyers' wallets and the facilitators expect",
-                );
-            }
-        }
-        None => out.entry(
-            i,
-            "asset",
-            Level::Warn,
-            format!("asset `{asset}` on an unknown network could not be checked"),
-            "",
-        ),
-    }
-    if family == Some(Family::Evm) && scheme == "exact" {
-        if let Some((name, version)) = usdc_domain {
-            let en = str_of(&extra, "name");
-            let ev = str_of(&extra, "version");
-            if en == Some(name) && ev == Some(version) {
-                out.entry(i, "eip712_domain", Level::Pass, format!("extra.name/version \"{name}\"/\"{version}\" match the token's EIP-712 domain"), "");
-            } else {
-                ok = false;
-                let seen = format!(
-                    "{}/{}",
-                    en.unwrap_or("(missing)"),
-                    ev.unwrap_or("(missing)")
-                );
-                let hint = if en == Some("USDC") && name == "USD Coin" {
-                    " (\"USDC\" is Base Sepolia's name, not Base mainnet's)"
-                } else if en == Some("USD Coin") && name == "USDC" {
-                    " (\"USD Coin\" is Base mainnet's name, not Base Sepolia's)"
-                } else {
-                    ""
-                };
-                out.entry(i, "eip712_domain", Level::Fail, format!("extra name/version {seen} do not match the token's EIP-712 domain \"{name}\"/\"{version}\"{hint}: signatures will not verify"), format!("set extra to {{\"name\": \"{name}\", \"version\": \"{version}\"}}"));
-            }
-        }
-    }
-    if family == Some(Family::Solana) {
-        match str_of(&extra, "feePayer") {
-            Some(f) if is_valid_solana(f) => out.entry(
-                i,
-                "fee_payer",
-                Level::Pass,
-                "extra.feePayer is a Solana address",
-                "",
-            ),
-            _ => {
-                ok = false;
-                out.entry(
-                    i,
-                    "fee_payer",
-                    Level::Fail,
-                    "Solana offers need extra.feePayer (the facilitator's fee payer)",
-                    "read feePayer from the facilitator's /supported and put it in extra",
-                )
-            }
-        }
-    }
-
-    // amount
-    let mut amount_atomic: Option<u128> = None;
-    match amount_v {
-        Some(Value::String(s)) if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) => {
-            match s.parse::<u128>() {
-                Ok(0) => {
-                    ok = false;
-                    out.entry(
-                        i,
-                        "amount",
-                        Level::Fail,
-                        format!("{amount_field} is 0"),
-                        "set the price in atomic units (10000 = $0.01 for USDC)",
-                    );
-                }
-                Ok(a) => {
-                    amount_atomic = Some(a);
-                    out.entry(
-                        i,
-                        "amount",
-                        Level::Pass,
-                        format!("{amount_field} {a} atomic units"),
-                        "",
-                    );
-                }
-                Err(_) => {
-                    ok = false;
-                    out.entry(
-                        i,
-                        "amount",
-                        Level::Fail,
-                        format!("{amount_field} {s} is too large"),
-                        "write the price in atomic units",
-                    );
-                }
-            }
-        }
-        Some(Value::String(s)) => {
-            ok = false;
-            let t = s.trim().trim_start_matches('$');
-            let fix = match t.parse::<f64>() {
-                Ok(f) if f.is_finite() && f > 0.0 => format!(
-                    "write atomic units as an integer string: ${t} in USDC (6 decimals) is \"{}\"",
-                    (f * 1e6).round() as u128
-                ),
-                _ => {
-                    "write the amount as an integer string of atomic units (10000 = $0.01 for USDC)"
-                        .into()
-                }
-            };
-            out.entry(
-                i,
-                "amount",
-                Level::Fail,
-                format!(
-                    "{amount_field} \"{s}\" is not an integer of atomic units (a dollar amount?)"
-                ),
-                fix,
-            );
-        }
-        Some(Value::Number(n)) => {
-            ok = false;
-            out.entry(
-                i,
-                "amount",
-                Level::Fail,
-                format!("{amount_field} is the JSON number {n}, not a string"),
-                format!(
-                    "write it as a string of atomic units, e.g. \"{}\"",
-                    if n.is_u64() {
-                        n.to_string()
-                    } else {
-                        ((n.as_f64().unwrap_or(0.0)) * 1e6).round().to_string()
-                    }
-                ),
-            );
-        }
-        _ => {
-            ok = false;
-            out.entry(
-                i,
-                "amount",
-                Level::Fail,
-                format!("{amount_field} is missing"),
-                format!("add {amount_field} in atomic units"),
-            );
-        }
-    }
-    if let (Some(a), Some(_)) = (
-        amount_atomic,
-        usdc_domain.or(if asset_label.is_null() {
-            None
-        } else {
-            Some(("", ""))
-        }),
-    ) {
-        if a < 100 {
-            out.entry(
-                i,
-                "amount_plausible",
-                Level::Warn,
-                format!(
-                    "{a} atomic units is ${} — did you mean ${a}? USDC has 6 decimals",
-                    atomic_to_usd(a)
-                ),
-                format!("for ${a} write \"{}\"", a * USDC_UNIT),
-            );
-        } else if a > 1_000 * USDC_UNIT {
-            out.entry(
-                i,
-                "amount_plausible",
-                Level::Warn,
-                format!(
-                    "{a} atomic units is ${} per call — 18 decimals used by mistake?",
-                    atomic_to_usd(a)
-                ),
-                "USDC has 6 decimals: $0.01 is \"10000\"",
-            );
-        }
-    }
-
-    // maxTimeoutSeconds
-    match e.get("maxTimeoutSeconds").and_then(Value::as_u64) {
-        Some(0) | None => {
-            ok = false;
-            out.entry(
-                i,
-                "max_timeout",
-                Level::Fail,
-                "maxTimeoutSeconds is missing or 0",
-                "set maxTimeoutSeconds (60–300 is typical)",
-            );
-        }
-        Some(t) if t < 10 => out.entry(
-            i,
-            "max_timeout",
-            Level::Warn,
-            format!("maxTimeoutSeconds {t} is shorter than a settlement can take"),
-            "use at least 60",
-        ),
-        Some(t) if t > 3600 => out.entry(
-            i,
-            "max_timeout",
-            Level::Warn,
-            format!("maxTimeoutSeconds {t}: a signed payment stays valid for over an hour"),
-            "use 60–300",
-        ),
-        Some(t) => out.entry(
-            i,
-            "max_timeout",
-            Level::Pass,
-            format!("maxTimeoutSeconds {t}"),
-            "",
-        ),
-    }
-
-    let usd = amount_atomic
-        .filter(|_| !asset_label.is_null())
-        .map(atomic_to_usd);
-    let entry = json!({
-        "scheme": scheme,
-        "network": network,
-        "networkName": known.map(|n| n.label),
-        "testnet": networks::is_testnet(network),
-        "amountAtomic": amount_v.cloned().unwrap_or(Value::Null),
-        "amountUsd": usd,
-        "asset": asset,
-        "assetSymbol": asset_label,
-        "payTo": pay_to,
-        "maxTimeoutSeconds": e.get("maxTimeoutSeconds").cloned().unwrap_or(Value::Null),
-        "extra": extra,
-    });
-    (entry, ok)
 }
 
 /// The methods a bazaar schema allows for `input.method` (enum or const), upper-cased.
@@ -1426,6 +1064,74 @@ pub fn obj(v: Value) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+
+    /// The (id, level) of each finding one check makes.
+    fn findings(check: impl FnOnce(&mut Out)) -> Vec<(&'static str, Level)> {
+        let mut out = Out { checks: Vec::new() };
+        check(&mut out);
+        out.checks.iter().map(|c| (c.id, c.level)).collect()
+    }
+
+    #[test]
+    fn each_challenge_check_judges_its_one_thing() {
+        assert_eq!(
+            findings(|o| status_402(402, o)),
+            [("status_402", Level::Pass)]
+        );
+        assert_eq!(
+            findings(|o| status_402(412, o)),
+            [("status_402", Level::Warn)]
+        );
+        assert_eq!(
+            findings(|o| status_402(422, o)),
+            [("status_402", Level::Fail)]
+        );
+        assert_eq!(
+            findings(|o| x402_version(Some(1), o)),
+            [("x402_version", Level::Warn)]
+        );
+        assert_eq!(
+            findings(|o| x402_version(None, o)),
+            [("x402_version", Level::Fail)]
+        );
+        let long = "é".repeat(MAX_DESCRIPTION + 1);
+        assert_eq!(
+            findings(|o| description_length(Some(&long), o)),
+            [("description_length", Level::Fail)]
+        );
+        assert_eq!(
+            findings(|o| mime_type(Some(" "), o)),
+            [("mime_type", Level::Warn)]
+        );
+        let sepolia = ["eip155:84532".to_string()];
+        assert_eq!(
+            findings(|o| testnet("api.example.com", &sepolia, o)),
+            [("testnet", Level::Warn)]
+        );
+        assert_eq!(
+            findings(|o| testnet("localhost", &sepolia, o)),
+            [("testnet", Level::Pass)]
+        );
+    }
+
+    #[test]
+    fn the_402s_headers_are_judged_for_caches_and_browsers() {
+        let mut h = HeaderMap::new();
+        h.insert("cache-control", "public, max-age=60".parse().unwrap());
+        h.insert(
+            "access-control-expose-headers",
+            "PAYMENT-RESPONSE, PAYMENT-REQUIRED".parse().unwrap(),
+        );
+        assert_eq!(
+            findings(|o| cache_control(&h, o)),
+            [("cache_control", Level::Warn)]
+        );
+        assert_eq!(
+            findings(|o| cors_expose(&h, o)),
+            [("cors_expose", Level::Pass)]
+        );
+    }
 
     #[test]
     fn usd_and_hosts() {
@@ -1453,6 +1159,14 @@ mod tests {
         assert!(decode_header(&j.to_string())
             .unwrap_err()
             .contains("raw JSON"));
+        let list = base64::engine::general_purpose::STANDARD.encode("[2]");
+        assert_eq!(
+            decode_header(&list).unwrap_err(),
+            "the decoded header is JSON but not an object"
+        );
+        assert!(decode_header(" ")
+            .unwrap_err()
+            .starts_with("the decoded header is not JSON: EOF"));
     }
 
     #[test]

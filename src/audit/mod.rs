@@ -9,6 +9,7 @@ pub mod bazaar;
 pub mod challenge;
 pub mod discovery;
 pub mod networks;
+mod offer;
 pub mod onchain;
 
 use bytes::Bytes;

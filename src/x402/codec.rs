@@ -2,8 +2,9 @@
 //! `PAYMENT-RESPONSE`): base64 (standard alphabet, padded) of compact UTF-8 JSON.
 //!
 //! Two decoders on purpose: [`decode_header`] is as strict as the TS reference and x402-rs
-//! (what we accept on our own money path), [`decode_lenient`] is for auditing third parties
-//! and reports which base64 variant they used.
+//! (what we accept on our own money path), [`decode_lenient`] is for reading third parties
+//! (a facilitator's answer, another seller's 402 with [`decode_lenient_uncapped`]) and
+//! reports which base64 variant they used.
 
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
@@ -89,7 +90,14 @@ pub fn decode_header(raw: &str) -> Result<Value, CodecError> {
 /// or without padding, and says which one was used. The JSON may be any value: whether it is
 /// an object is the auditor's finding to make.
 pub fn decode_lenient(raw: &str) -> Result<(Value, Base64Variant), CodecError> {
-    let raw = precheck(raw)?;
+    check_len(raw)?;
+    decode_lenient_uncapped(raw)
+}
+
+/// As [`decode_lenient`], at any length: an auditor reports on whatever a third party sent
+/// (a 402 listing 100,000 offers is a finding, not a reason to stop reading).
+pub fn decode_lenient_uncapped(raw: &str) -> Result<(Value, Base64Variant), CodecError> {
+    let raw = trimmed(raw)?;
     let url_safe = raw.contains(['-', '_']);
     if url_safe && raw.contains(['+', '/']) {
         return Err(CodecError::Base64(
@@ -118,9 +126,18 @@ pub fn decode_lenient(raw: &str) -> Result<(Value, Base64Variant), CodecError> {
 }
 
 fn precheck(raw: &str) -> Result<&str, CodecError> {
+    check_len(raw)?;
+    trimmed(raw)
+}
+
+fn check_len(raw: &str) -> Result<(), CodecError> {
     if raw.len() > MAX_HEADER_LEN {
         return Err(CodecError::TooLong(raw.len()));
     }
+    Ok(())
+}
+
+fn trimmed(raw: &str) -> Result<&str, CodecError> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err(CodecError::Empty);
@@ -243,5 +260,16 @@ mod tests {
         assert!(matches!(decode_lenient("ab+-"), Err(CodecError::Base64(_))));
         assert!(matches!(decode_lenient("!!!!"), Err(CodecError::Base64(_))));
         assert_eq!(decode_lenient(" "), Err(CodecError::Empty));
+    }
+
+    #[test]
+    fn only_the_uncapped_lenient_decoder_reads_past_the_cap() {
+        let big = encode_header(&serde_json::json!({ "pad": "x".repeat(MAX_HEADER_LEN) }));
+        assert!(matches!(decode_lenient(&big), Err(CodecError::TooLong(_))));
+        assert_eq!(
+            decode_lenient_uncapped(&big).unwrap().1,
+            Base64Variant::Standard
+        );
+        assert_eq!(decode_lenient_uncapped("  "), Err(CodecError::Empty));
     }
 }
