@@ -419,12 +419,11 @@ pub fn build_chain(
             }
         }
         provided.extend(factory.gives.iter().copied());
-        let mut params = sref.params.clone();
-        let mut params_origin = &sref.params_origin;
-        if let Some((over, origin)) = route.caps.get(&sref.name) {
-            params = merge(params, over.clone());
-            params_origin = origin;
-        }
+        let params = with_route_caps(route, &sref.name, sref.params.clone());
+        let params_origin = route
+            .caps
+            .get(&sref.name)
+            .map_or(&sref.params_origin, |(_, origin)| origin);
         match (factory.build)(ctx, params) {
             Ok(stage) => links.push(Link {
                 name: factory.name,
@@ -512,6 +511,15 @@ pub fn build_problem(stage: &str, error: &str) -> (String, String) {
 
 /// Separates a stage builder's message from its fix (see `build_problem`).
 pub const BUILD_FIX: &str = "\nfix: ";
+
+/// A stage's parameters as the route runs it: the pipeline's, with the route's caps for that
+/// stage laid over them.
+pub fn with_route_caps(route: &RouteSpec, stage: &str, params: Value) -> Value {
+    match route.caps.get(stage) {
+        Some((over, _)) => merge(params, over.clone()),
+        None => params,
+    }
+}
 
 /// Shallow merge of objects: keys of `over` replace keys of `base`.
 fn merge(base: Value, over: Value) -> Value {

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use crate::audit::bazaar::{parse_target, BazaarAudit, Limits};
 use crate::audit::discovery::DiscoveryIndex;
+use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::net::{Guard, GuardedClient};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
@@ -49,7 +50,7 @@ struct Params {
     param: String,
     #[serde(default = "d_index")]
     index_upstream: String,
-    #[serde(default = "super::x402_check::default_rpcs")]
+    #[serde(default = "default_rpc_upstreams")]
     rpcs: BTreeMap<String, String>,
     #[serde(default = "d_cache")]
     index_cache_s: u64,
@@ -166,8 +167,8 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             p.index_upstream
         )
     })?;
-    let rpcs = super::x402_check::build_rpcs(
-        ctx,
+    let rpcs = rpcs_from_upstreams(
+        &ctx.config.upstreams,
         &p.rpcs,
         &client,
         Duration::from_millis(p.rpc_timeout_ms),

@@ -5,11 +5,10 @@
 //! No parameters.
 
 use async_trait::async_trait;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
-use super::market_common::{iso, jnum, missing, respond_market, round};
-use crate::market::funding::{Funding, FundingSet};
+use crate::market::funding::FundingSet;
 use crate::market::Fresh;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
@@ -37,26 +36,10 @@ fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     Ok(Arc::new(FundingStage))
 }
 
-/// One asset's funding as JSON (also used by /api/signals).
-pub fn funding_json(f: &Funding) -> Value {
-    json!({
-        "venue": f.venue,
-        "instrument": f.instrument,
-        "rate": jnum(f.rate),
-        "ratePct": jnum(round(f.rate * 100.0, 6)),
-        "intervalHours": jnum(f.interval_hours),
-        "rate8h": jnum(round(f.rate_8h(), 10)),
-        "rate8hPct": jnum(round(f.rate_8h() * 100.0, 6)),
-        "annualizedPct": jnum(round(f.annualized_pct(), 4)),
-        "nextFundingTime": iso(f.next_funding),
-        "payer": if f.rate > 0.0 { "longs" } else if f.rate < 0.0 { "shorts" } else { "none" },
-    })
-}
-
 pub fn funding_body(set: &FundingSet) -> Value {
     let mut out = Map::new();
     for f in &set.rates {
-        out.insert(f.symbol.to_string(), funding_json(f));
+        out.insert(f.symbol.to_string(), f.to_json());
     }
     let venue = set.rates.first().map(|f| f.venue).unwrap_or("");
     out.insert("venue".into(), Value::String(venue.into()));
@@ -69,9 +52,9 @@ pub fn funding_body(set: &FundingSet) -> Value {
 impl Stage for FundingStage {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(fresh) = ex.slots.get::<Fresh<FundingSet>>().cloned() else {
-            return missing(ex, "funding rates");
+            return ex.missing("funding rates");
         };
         let body = funding_body(&fresh.value);
-        respond_market(ex, body, fresh.taken)
+        ex.respond_ok_as_of(body, fresh.taken)
     }
 }

@@ -16,7 +16,7 @@
 //!   0.01–0.13 nodes per byte (441 corpus pages, none refused).
 //!
 //! - `max_concurrent` (4), `queue` (16), `queue_wait_ms` (4000): pages converted at once on
-//!   this route, callers allowed to wait for a turn and for how long (`super::parse_slots`);
+//!   this route, callers allowed to wait for a turn and for how long (`pipeline::parse_slots`);
 //!   past them 503 `parser_busy` with `Retry-After`.
 //!
 //! Every refusal is an error (status ≥ 400): not charged.
@@ -28,10 +28,10 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::doc::fetch_markdown::{check_type, page_text, PageError, PageText};
 use crate::doc::parse::{Budget, Refused};
-use crate::pipeline::artefacts::Fetched;
+use crate::net::Fetched;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {

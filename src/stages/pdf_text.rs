@@ -3,7 +3,7 @@
 //! `max_chars` characters over all pages) and the metadata come from `crate::pdf`.
 //!
 //! The parse runs on the blocking pool, at most `max_concurrent` parses at once on this route
-//! (`super::parse_slots`), so a slow PDF never stalls the async workers; its budget
+//! (`pipeline::parse_slots`), so a slow PDF never stalls the async workers; its budget
 //! (`parse_budget_ms`) is enforced inside the parse. When it runs out after some text, the
 //! partial text is returned with `truncated: true` (charged); before any text, 504.
 //! Encrypted, corrupt and image-only files are 422 with `pdf_encrypted`, `pdf_corrupt`,
@@ -26,9 +26,9 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::pdf::{self, PdfError, Truncation};
-use crate::pipeline::artefacts::Fetched;
+use crate::net::Fetched;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {

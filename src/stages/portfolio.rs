@@ -19,10 +19,10 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::market_common::{
-    missing, respond_market, round, upstream_failure, NetworkParams, MAX_TTL_S, MIN_TTL_S,
-    UPSTREAM_ERRORS,
-};
+use crate::market::format::round;
+use crate::market::networks::NetworkParams;
+use crate::market::source::{MAX_TTL_S, MIN_TTL_S};
+use crate::market::UPSTREAM_ERRORS;
 use crate::market::portfolio::{self, format_units, Position, RiskRules, TokenSpec};
 use crate::market::spot::SpotSet;
 use crate::market::{first_ok, Fresh, Limits, MarketHub};
@@ -157,10 +157,10 @@ impl Stage for Portfolio {
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(spot) = ex.slots.get::<Fresh<SpotSet>>().cloned() else {
-            return missing(ex, "spot prices");
+            return ex.missing("spot prices");
         };
         let Some(address) = ex.input_str(&self.p.address_param).map(str::to_string) else {
-            return missing(ex, "the address");
+            return ex.missing("the address");
         };
         if !valid_address(&address) {
             return ex.fail(
@@ -214,7 +214,7 @@ impl Stage for Portfolio {
         for (n, r) in self.p.networks.iter().zip(results) {
             let fresh = match r {
                 Ok(f) => f,
-                Err(e) => return upstream_failure(ex, &e),
+                Err(e) => return ex.fail_upstream(e.status(), e.code(), &e.to_string(), &e.upstream, e.retry_after_s()),
             };
             taken = taken.min(fresh.taken);
             let o = &fresh.value;
@@ -300,6 +300,6 @@ impl Stage for Portfolio {
             "dataSource": sources,
             "methodology": self.methodology(),
         });
-        respond_market(ex, body, taken)
+        ex.respond_ok_as_of(body, taken)
     }
 }

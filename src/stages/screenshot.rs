@@ -30,7 +30,7 @@ use std::time::Duration;
 use crate::browser::{
     self, Browsers, Format, Pool, PoolConfig, PoolError, RenderError, RenderLimits, ShotRequest,
 };
-use crate::pipeline::artefacts::Fetched;
+use crate::net::Fetched;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {

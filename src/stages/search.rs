@@ -25,7 +25,7 @@
 //! `page_timeout_ms` (8000), `page_max_chars` (12000), `max_redirects` (3), `concurrency`
 //! (pages fetched at once per request, 5), `parse_concurrent` (4), `parse_queue` (16),
 //! `parse_queue_wait_ms` (2000): fetched pages converted at once over all of the route's calls,
-//! pages allowed to wait for a turn and for how long (`super::parse_slots`). A page that gets
+//! pages allowed to wait for a turn and for how long (`pipeline::parse_slots`). A page that gets
 //! no turn is reported failed with `parser_busy`, as any other failed page (the call is still
 //! charged when the provider returned results).
 
@@ -38,7 +38,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::parse_slots::{ParseSlots, SlotLimits};
+use crate::pipeline::parse_slots::{ParseSlots, SlotLimits};
 use crate::doc::fetch_markdown::{check_type, page_text};
 use crate::net::{FetchRequest, GuardedClient, OverCap};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
@@ -342,7 +342,7 @@ impl Search {
         let slot = match self.parses.acquire().await {
             Ok(s) => s,
             Err(busy) => {
-                let why = super::parse_slots::busy_message(busy, "pages", self.parses.limits());
+                let why = crate::pipeline::parse_slots::busy_message(busy, "pages", self.parses.limits());
                 return with_answer(Page::failed("parser_busy", why));
             }
         };

@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::net::FetchResponse;
-use crate::pipeline::artefacts::Fetched;
+use crate::net::Fetched;
+use crate::pipeline::chain::with_route_caps;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
@@ -138,14 +139,7 @@ fn own_files(config: &Config) -> HashMap<String, Arc<StaticFile>> {
             continue;
         };
         for sref in pipeline.stages.iter().filter(|s| s.name == "static_file") {
-            let mut v = sref.params.clone();
-            if let (Value::Object(base), Some((Value::Object(over), _))) =
-                (&mut v, route.caps.get("static_file"))
-            {
-                for (k, val) in over {
-                    base.insert(k.clone(), val.clone());
-                }
-            }
+            let v = with_route_caps(route, &sref.name, sref.params.clone());
             // A file that cannot be loaded is its own route's error (static_file); reporting it
             // again here for every route with own_file would be a cascade.
             let Ok(p) = params::<Params>(v) else {

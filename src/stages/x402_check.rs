@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::challenge::{analyse_with, bound_findings, Level, Limits, ProbeView};
-use crate::audit::onchain::Rpc;
+use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::audit::{fit_report, pay_to_types, probe, Rpcs};
 use crate::net::{FetchError, Guard, GuardedClient};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
@@ -59,7 +59,7 @@ struct Params {
     max_redirects: u32,
     #[serde(default = "default_max_bytes")]
     max_bytes: usize,
-    #[serde(default = "default_rpcs")]
+    #[serde(default = "default_rpc_upstreams")]
     rpcs: BTreeMap<String, String>,
     #[serde(default = "default_rpc_timeout")]
     rpc_timeout_ms: u64,
@@ -96,12 +96,6 @@ fn default_redirects() -> u32 {
 fn default_max_bytes() -> usize {
     64 * 1024
 }
-pub(crate) fn default_rpcs() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("eip155:8453".to_string(), "base_rpc".to_string()),
-        ("eip155:1".to_string(), "eth_rpc".to_string()),
-    ])
-}
 fn default_rpc_timeout() -> u64 {
     3000
 }
@@ -112,34 +106,6 @@ struct X402Check {
     guard: Arc<Guard>,
     rpcs: Rpcs,
     methodology: Value,
-}
-
-/// Builds the RPC list from a network → upstream-name map (shared with bazaar_check).
-pub(crate) fn build_rpcs(
-    ctx: &BuildCtx<'_>,
-    map: &BTreeMap<String, String>,
-    client: &Arc<GuardedClient>,
-    timeout: Duration,
-) -> Result<Rpcs, String> {
-    let mut rpcs = Vec::new();
-    for (net, name) in map {
-        if !crate::audit::networks::is_caip2(net) || !net.starts_with("eip155:") {
-            return Err(format!("rpcs: `{net}` is not an eip155 CAIP-2 network id"));
-        }
-        let url = ctx.config.upstreams.get(name).ok_or_else(|| {
-            format!("rpcs: upstream `{name}` is not defined in routes.yaml `upstreams:`")
-        })?;
-        rpcs.push((
-            net.clone(),
-            Rpc {
-                name: name.clone(),
-                url: url.clone(),
-                client: client.clone(),
-                timeout,
-            },
-        ));
-    }
-    Ok(rpcs)
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -157,8 +123,8 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         return Err("timeout_ms and max_bytes must be positive, max_redirects at most 20".into());
     }
     let client = ctx.services.need::<GuardedClient>()?;
-    let rpcs = build_rpcs(
-        ctx,
+    let rpcs = rpcs_from_upstreams(
+        &ctx.config.upstreams,
         &p.rpcs,
         &client,
         Duration::from_millis(p.rpc_timeout_ms),

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use super::market_common::{jopt, missing, respond_market, round};
+use crate::market::format::{jopt, round};
 use crate::market::yields::{rank, sustainable_apy, Filters, Pool, PoolList, TVL_FLOOR_USD};
 use crate::market::Fresh;
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
@@ -180,7 +180,7 @@ impl Stage for Yields {
             Err(m) => return ex.fail(StatusCode::BAD_REQUEST, "invalid_parameter", m),
         };
         let Some(fresh) = ex.slots.get::<Fresh<PoolList>>().cloned() else {
-            return missing(ex, "yield pools");
+            return ex.missing("yield pools");
         };
         let list = &fresh.value;
         let (matched, top) = rank(&list.pools, &f);
@@ -207,6 +207,6 @@ impl Stage for Yields {
             "dataSource": list.upstream,
             "methodology": methodology(self.p.max_apy_pct),
         });
-        respond_market(ex, body, fresh.taken)
+        ex.respond_ok_as_of(body, fresh.taken)
     }
 }
