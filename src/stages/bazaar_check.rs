@@ -34,7 +34,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     doc: "a host's /.well-known/x402, one unpaid probe per route and method, compared with the discovery index",
     errors: &[
         (400, "Missing or bad host, http:// input, or a blocked (private, loopback, metadata) host"),

@@ -32,11 +32,11 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::doc::fields::{self, FieldSpec};
 use crate::doc::page::{self, Page};
 use crate::doc::parse::{Budget, Refused};
 use crate::net::Fetched;
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
@@ -44,7 +44,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     doc: "page facts and CSS-selector fields from the fetched page or the caller's html",
     errors: &[
         (

@@ -27,14 +27,19 @@ use std::time::Duration;
 
 use crate::net::request_headers::outbound_headers;
 use crate::net::{FetchLimits, FetchRequest, Fetched, GuardedClient, OverCap};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "fetch",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
-    gives: &["fetched"],
+    needs: &[Artefact::of::<url::Url>("target")],
+    gives: &[
+        Artefact::of::<Fetched>("fetched"),
+        Artefact::of::<FetchLimits>("fetch_limits"),
+    ],
     doc: "guarded outbound HTTP request: DNS and redirects re-checked, byte cap, deadline, no cookies",
     errors: &[
         (400, "Bad method or outbound headers, or a redirect/DNS answer to a refused target"),
@@ -300,5 +305,39 @@ impl Stage for Fetch {
             response,
         });
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    fn build_error(p: Value) -> String {
+        with_shipped_route("/api/http", |ctx| build(ctx, p).err().unwrap_or_default())
+    }
+
+    #[test]
+    fn caps_are_required_positive_and_bounded() {
+        assert!(build_error(json!({"timeout_ms": 1000})).contains("missing field `max_bytes`"));
+        assert!(
+            build_error(json!({"max_bytes": 0, "timeout_ms": 1000})).contains("must be positive")
+        );
+        assert!(
+            build_error(json!({"max_bytes": 10, "timeout_ms": 1000, "max_redirects": 21}))
+                .contains("above 20")
+        );
+        assert!(
+            build_error(json!({"max_bytes": 10, "timeout_ms": 1000, "over_cap": "drop"}))
+                .contains("unknown variant")
+        );
+        assert!(
+            build_error(json!({"max_bytes": 10, "timeout_ms": 1000, "method_param": "verb"}))
+                .contains("no input parameter `verb`")
+        );
+        let ok = json!({"max_bytes": 10, "timeout_ms": 1000, "method_param": "method",
+            "headers_param": "headers", "body_param": "body"});
+        assert!(build_error(ok).contains("service"));
     }
 }

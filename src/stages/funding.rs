@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use crate::market::funding::FundingSet;
 use crate::market::Fresh;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "funding",
     phase: Phase::Work,
     payment: false,
-    needs: &["funding_rates"],
+    needs: &[Artefact::of::<Fresh<FundingSet>>("funding_rates")],
     gives: &[],
     errors: &[],
     doc: "BTC/ETH/SOL funding: rate, interval, 8h-normalised, annualised, next time, venue",
@@ -56,5 +56,40 @@ impl Stage for FundingStage {
         };
         let body = funding_body(&fresh.value);
         ex.respond_ok_as_of(body, fresh.taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::funding::Funding;
+    use chrono::{TimeZone, Utc};
+
+    #[test]
+    fn the_answer_has_one_key_per_asset_then_venue_source_and_method() {
+        let set = FundingSet {
+            upstream: "okx".into(),
+            rates: vec![Funding {
+                symbol: "BTC",
+                venue: "okx",
+                instrument: "BTC-USDT-SWAP".into(),
+                rate: 0.0001,
+                interval_hours: 8.0,
+                next_funding: Utc.with_ymd_and_hms(2026, 11, 22, 8, 0, 0).unwrap(),
+                mark_price: None,
+            }],
+        };
+        let body = funding_body(&set);
+        let keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["BTC", "venue", "dataSource", "methodology"]);
+        assert_eq!(body["BTC"]["payer"], "longs");
+        assert_eq!(body["BTC"]["nextFundingTime"], "2026-11-22T08:00:00.000Z");
+        assert_eq!(body["venue"], "okx");
+        assert_eq!(body["dataSource"], "okx");
     }
 }

@@ -20,19 +20,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::market::format::round;
+use crate::market::gas::{self, cost_usd, gwei, L1Sizes, NetworkGas, TIER_NAMES};
 use crate::market::networks::NetworkParams;
 use crate::market::source::{MAX_TTL_S, MIN_TTL_S};
-use crate::market::UPSTREAM_ERRORS;
-use crate::market::gas::{self, cost_usd, gwei, L1Sizes, NetworkGas, TIER_NAMES};
 use crate::market::spot::SpotSet;
+use crate::market::UPSTREAM_ERRORS;
 use crate::market::{first_ok, Fresh, Limits, MarketHub};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "gas",
     phase: Phase::Work,
     payment: false,
-    needs: &["spot_prices"],
+    needs: &[Artefact::of::<Fresh<SpotSet>>("spot_prices")],
     gives: &[],
     errors: UPSTREAM_ERRORS,
     doc: "gas tiers from eth_feeHistory, USD transfer costs, L1 data fee on OP-stack networks",
@@ -207,7 +207,15 @@ impl Stage for Gas {
         for (n, r) in self.p.networks.iter().zip(results) {
             let g = match r {
                 Ok(g) => g,
-                Err(e) => return ex.fail_upstream(e.status(), e.code(), &e.to_string(), &e.upstream, e.retry_after_s()),
+                Err(e) => {
+                    return ex.fail_upstream(
+                        e.status(),
+                        e.code(),
+                        &e.to_string(),
+                        &e.upstream,
+                        e.retry_after_s(),
+                    )
+                }
             };
             taken = taken.min(g.taken);
             sources.insert(n.name.clone(), Value::String(g.value.upstream.clone()));

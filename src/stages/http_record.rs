@@ -13,14 +13,17 @@ use std::sync::Arc;
 
 use crate::net::request_headers::HEADER_ALLOWLIST;
 use crate::net::{FetchLimits, Fetched};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "http_record",
     phase: Phase::Work,
     payment: false,
-    needs: &["fetched"],
-    gives: &["output"],
+    needs: &[
+        Artefact::of::<Fetched>("fetched"),
+        Artefact::of::<FetchLimits>("fetch_limits"),
+    ],
+    gives: &[],
     doc: "the upstream status, headers and body as a JSON record",
     errors: &[],
     build,

@@ -28,18 +28,18 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::doc::fetch_markdown::{check_type, page_text, PageError, PageText};
 use crate::doc::parse::{Budget, Refused};
 use crate::net::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "markdown",
     phase: Phase::Work,
     payment: false,
-    needs: &["fetched"],
-    gives: &["output"],
+    needs: &[Artefact::of::<Fetched>("fetched")],
+    gives: &[],
     doc: "HTML main content → markdown; text, JSON and markdown pass through; other types 415",
     errors: &[
         (
@@ -237,5 +237,25 @@ impl Stage for Markdown {
             }
         }
         ex.respond_ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_build_and_budgets_must_be_positive() {
+        with_shipped_route("/api/fetch", |ctx| {
+            assert!(build(ctx, Value::Null).is_ok());
+            let e = build(ctx, json!({"budget_ms": 0})).err().unwrap();
+            assert!(e.contains("must be positive"), "{e}");
+            let e = build(ctx, json!({"max_concurrent": 0})).err().unwrap();
+            assert!(e.contains("max_concurrent"), "{e}");
+            let e = build(ctx, json!({"max_char": 10})).err().unwrap();
+            assert!(e.contains("unknown field"), "{e}");
+        });
     }
 }

@@ -28,15 +28,15 @@ use std::sync::Arc;
 use crate::market::funding::{self, FundingSet};
 use crate::market::spot::{self, SpotSet};
 use crate::market::yields::{parse_pools, PoolList};
-use crate::market::{Limits, MarketHub, SourceParams, UpstreamError, UPSTREAM_ERRORS};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::market::{Fresh, Limits, MarketHub, SourceParams, UpstreamError, UPSTREAM_ERRORS};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const SPOT_PRICES: StageFactory = StageFactory {
     name: "spot_prices",
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["spot_prices"],
+    gives: &[Artefact::of::<Fresh<SpotSet>>("spot_prices")],
     errors: UPSTREAM_ERRORS,
     doc: "BTC/ETH/SOL spot and 24h stats: Coinbase Exchange, CoinGecko as second source (cached)",
     build: build_spot,
@@ -47,7 +47,7 @@ pub const FUNDING_RATES: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["funding_rates"],
+    gives: &[Artefact::of::<Fresh<FundingSet>>("funding_rates")],
     errors: UPSTREAM_ERRORS,
     doc: "BTC/ETH/SOL perpetual funding: OKX, Hyperliquid as second source (cached)",
     build: build_funding,
@@ -58,7 +58,7 @@ pub const YIELD_POOLS: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["yield_pools"],
+    gives: &[Artefact::of::<Fresh<PoolList>>("yield_pools")],
     errors: UPSTREAM_ERRORS,
     doc: "DefiLlama yield pools with TVL >= 10M USD, parsed in one pass and cached",
     build: build_yields,
@@ -142,5 +142,26 @@ impl<T: Any + Send + Sync> Stage for MarketSource<T> {
                 e.retry_after_s(),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn the_three_sources_take_source_parameters_and_need_the_hub() {
+        with_shipped_route("/api/pulse", |ctx| {
+            for f in [SPOT_PRICES, FUNDING_RATES, YIELD_POOLS] {
+                let e = (f.build)(ctx, json!({"upstreams": ["okx"], "ttl": 30}))
+                    .err()
+                    .unwrap();
+                assert!(e.contains("unknown field `ttl`"), "{}: {e}", f.name);
+                let e = (f.build)(ctx, json!({"upstreams": ["okx"]})).err().unwrap();
+                assert!(e.contains("MarketHub"), "{}: {e}", f.name);
+            }
+        });
     }
 }

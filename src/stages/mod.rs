@@ -58,3 +58,41 @@ pub static REGISTRY: &[StageFactory] = &[
     bazaar_check::FACTORY,
     screenshot::FACTORY,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::REGISTRY;
+    use crate::pipeline::chain::PAID_ARTEFACTS;
+
+    /// An artefact nobody reads is a declaration that says nothing (the route's reply is not an
+    /// artefact: docs/decisions.md#artefacts). A paid chain's own artefacts are read by the
+    /// chain check and the server.
+    #[test]
+    fn every_artefact_given_is_needed_by_a_stage_or_the_paid_chain() {
+        for f in REGISTRY {
+            for given in f.gives {
+                let needed = REGISTRY
+                    .iter()
+                    .any(|other| other.needs.iter().any(|n| n.is(given)));
+                assert!(
+                    needed || PAID_ARTEFACTS.contains(&given.name),
+                    "`{}` gives `{given:?}`, which no stage needs",
+                    f.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_artefact_needed_is_given_by_a_stage_with_its_type() {
+        for f in REGISTRY {
+            for need in f.needs {
+                assert!(
+                    REGISTRY.iter().any(|other| other.gives.iter().any(|g| g.is(need))),
+                    "`{}` needs `{need:?}`, which no stage gives",
+                    f.name
+                );
+            }
+        }
+    }
+}

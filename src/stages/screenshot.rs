@@ -31,13 +31,15 @@ use crate::browser::{
     self, Browsers, Format, Pool, PoolConfig, PoolError, RenderError, RenderLimits, ShotRequest,
 };
 use crate::net::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "screenshot",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
+    needs: &[Artefact::of::<url::Url>("target")],
     gives: &[],
     doc:
         "render the target in a pooled headless chromium behind the guarded proxy; base64 PNG/JPEG",

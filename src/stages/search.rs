@@ -38,9 +38,9 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::pipeline::parse_slots::{ParseSlots, SlotLimits};
 use crate::doc::fetch_markdown::{check_type, page_text};
 use crate::net::{FetchRequest, GuardedClient, OverCap};
+use crate::pipeline::parse_slots::{ParseSlots, SlotLimits};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 use crate::search::{
     default_key_env, provider, Freshness, Hit, Provider, ProviderClient, ProviderError, Query,
@@ -51,7 +51,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     doc: "web search through the configured provider, then the top n pages fetched in parallel as markdown",
     errors: &[
         (400, "Missing or too long q, bad n, or an option the configured provider does not support or refused (rejected_by_provider)"),
@@ -342,7 +342,8 @@ impl Search {
         let slot = match self.parses.acquire().await {
             Ok(s) => s,
             Err(busy) => {
-                let why = crate::pipeline::parse_slots::busy_message(busy, "pages", self.parses.limits());
+                let why =
+                    crate::pipeline::parse_slots::busy_message(busy, "pages", self.parses.limits());
                 return with_answer(Page::failed("parser_busy", why));
             }
         };

@@ -17,19 +17,19 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use crate::market::format::{iso, jnum, round};
 use crate::market::candles::{self, Candle};
+use crate::market::format::{iso, jnum, round};
 use crate::market::funding::FundingSet;
 use crate::market::indicators::{bollinger, macd, rsi_wilder, Bollinger, Macd};
 use crate::market::spot::ASSETS;
 use crate::market::{first_ok, Fresh, MarketHub, SourceParams, UpstreamError, UPSTREAM_ERRORS};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "signals",
     phase: Phase::Work,
     payment: false,
-    needs: &["funding_rates"],
+    needs: &[Artefact::of::<Fresh<FundingSet>>("funding_rates")],
     gives: &[],
     errors: UPSTREAM_ERRORS,
     doc: "RSI(14 Wilder), MACD(12,26,9), Bollinger(20,2) from Coinbase candles, plus funding",
@@ -264,7 +264,10 @@ fn body(candles: &CandleSet, funding: &FundingSet, interval: &str) -> Result<Val
             );
             o.insert(
                 "funding".into(),
-                funding.get(symbol).map(|f| f.to_json()).unwrap_or(Value::Null),
+                funding
+                    .get(symbol)
+                    .map(|f| f.to_json())
+                    .unwrap_or(Value::Null),
             );
         }
         out.insert(symbol.to_string(), v);
@@ -304,11 +307,25 @@ impl Stage for Signals {
         };
         let candles = match self.candles(&interval, gran).await {
             Ok(c) => c,
-            Err(e) => return ex.fail_upstream(e.status(), e.code(), &e.to_string(), &e.upstream, e.retry_after_s()),
+            Err(e) => {
+                return ex.fail_upstream(
+                    e.status(),
+                    e.code(),
+                    &e.to_string(),
+                    &e.upstream,
+                    e.retry_after_s(),
+                )
+            }
         };
         match body(&candles.value, &funding.value, &interval) {
             Ok(b) => ex.respond_ok_as_of(b, older(candles.taken, funding.taken)),
-            Err(e) => ex.fail_upstream(e.status(), e.code(), &e.to_string(), &e.upstream, e.retry_after_s()),
+            Err(e) => ex.fail_upstream(
+                e.status(),
+                e.code(),
+                &e.to_string(),
+                &e.upstream,
+                e.retry_after_s(),
+            ),
         }
     }
 }

@@ -25,14 +25,16 @@ use crate::config::Config;
 use crate::net::FetchResponse;
 use crate::net::Fetched;
 use crate::pipeline::chain::with_route_caps;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "static_file",
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     errors: &[],
     doc: "answer a fixed file read at startup, with a fixed content type",
     build,
@@ -42,8 +44,8 @@ pub const OWN_FILE: StageFactory = StageFactory {
     name: "own_file",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
-    gives: &[],
+    needs: &[Artefact::of::<url::Url>("target")],
+    gives: &[Artefact::of::<Fetched>("fetched")],
     errors: &[],
     doc: "demo runs: a target served by this service's own static_file routes is read from disk, not fetched",
     build: build_own,

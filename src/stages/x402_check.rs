@@ -31,14 +31,16 @@ use crate::audit::challenge::{analyse_with, bound_findings, Level, Limits, Probe
 use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::audit::{fit_report, pay_to_types, probe, Rpcs};
 use crate::net::{FetchError, Guard, GuardedClient};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "x402_check",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
-    gives: &["output"],
+    needs: &[Artefact::of::<url::Url>("target")],
+    gives: &[],
     doc: "one unpaid probe of an x402 endpoint; challenge, offers, payTo type and pass/warn/fail checks",
     errors: &[
         (400, "A redirect to a refused (private, loopback, metadata) target"),
@@ -276,5 +278,40 @@ impl Stage for X402Check {
             &["accepts", "resource", "discovery"],
         );
         ex.respond_ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_probe_method_is_get_or_post() {
+        assert_eq!(
+            probe_method(&input(json!({})), "method").unwrap(),
+            Method::GET
+        );
+        assert_eq!(
+            probe_method(&input(json!({"method": "post"})), "method").unwrap(),
+            Method::POST
+        );
+        let r = probe_method(&input(json!({"method": "PUT"})), "method").unwrap_err();
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert_eq!(r.body_json().unwrap()["error"], "invalid_parameter");
+    }
+
+    #[test]
+    fn a_failed_probe_is_never_charged_and_keeps_its_status() {
+        let timeout = FetchError::Timeout {
+            after: Duration::from_secs(8),
+        };
+        let (status, _, message) = probe_failure(&timeout);
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+        assert!(message.ends_with("you were not charged"), "{message}");
     }
 }

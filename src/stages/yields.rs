@@ -15,13 +15,15 @@ use std::sync::Arc;
 use crate::market::format::{jopt, round};
 use crate::market::yields::{rank, sustainable_apy, Filters, Pool, PoolList, TVL_FLOOR_USD};
 use crate::market::Fresh;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "yields",
     phase: Phase::Work,
     payment: false,
-    needs: &["yield_pools"],
+    needs: &[Artefact::of::<Fresh<PoolList>>("yield_pools")],
     gives: &[],
     errors: &[],
     doc: "filter (chain, stablecoin, minTvl, limit) and rank yield pools by sustainable APY",
@@ -208,5 +210,32 @@ impl Stage for Yields {
             "methodology": methodology(self.p.max_apy_pct),
         });
         ex.respond_ok_as_of(body, fresh.taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn limits_are_ordered_and_apy_cap_positive() {
+        with_shipped_route("/api/yield", |ctx| {
+            assert!(build(ctx, Value::Null).is_ok());
+            let e = build(ctx, json!({"default_limit": 0})).err().unwrap();
+            assert!(e.contains("default_limit"), "{e}");
+            let e = build(ctx, json!({"default_limit": 50, "max_limit": 10}))
+                .err()
+                .unwrap();
+            assert!(e.contains("default_limit"), "{e}");
+            let e = build(ctx, json!({"max_apy_pct": 0.0})).err().unwrap();
+            assert!(e.contains("max_apy_pct"), "{e}");
+        });
+    }
+
+    #[test]
+    fn the_methodology_names_the_apy_cap() {
+        assert!(methodology(500.0).contains("0 < apy <= 500%"));
     }
 }
