@@ -2,7 +2,7 @@
 //! already text, and markdown → text.
 
 use super::parse::{Budget, Refused};
-use super::{dom::Dom, extract, guard, meta, render};
+use super::{dom::Dom, extract, input_bounds, meta, render};
 use url::Url;
 
 pub use super::text::markdown_to_text;
@@ -37,7 +37,7 @@ pub fn html_to_markdown_within(
     base_url: Option<&Url>,
     budget: &Budget,
 ) -> Result<MarkdownDoc, Refused> {
-    let bounded = guard::bound_input(html);
+    let bounded = input_bounds::bound_input(html);
     let dom = Dom::parse(&bounded, budget)?;
     let meta = meta::extract(&dom);
     let base = document_base(&dom, base_url);

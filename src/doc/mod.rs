@@ -6,7 +6,7 @@ pub mod charset;
 mod dom;
 mod extract;
 pub mod fetch_markdown;
-pub mod guard;
+pub mod input_bounds;
 pub mod markdown;
 mod meta;
 pub mod parse;
