@@ -4,7 +4,7 @@
 pub mod batch;
 pub mod charset;
 mod dom;
-mod extract;
+mod main_content;
 pub mod fetch_markdown;
 pub mod input_bounds;
 pub mod markdown;
