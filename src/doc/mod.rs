@@ -8,9 +8,9 @@ mod main_content;
 pub mod fetch_markdown;
 pub mod input_bounds;
 pub mod markdown;
-mod meta;
+mod page_meta;
 pub mod parse;
-mod render;
+mod markdown_writer;
 pub mod score;
 mod text;
 
