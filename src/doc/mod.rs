@@ -4,13 +4,13 @@
 pub mod batch;
 pub mod charset;
 mod dom;
-mod main_content;
-pub mod fetch_markdown;
 pub mod input_bounds;
+mod main_content;
 pub mod markdown;
-mod page_meta;
-pub mod parse;
 mod markdown_writer;
+mod page_meta;
+pub mod page_text;
+pub mod parse;
 pub mod score;
 mod text;
 

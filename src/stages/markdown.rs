@@ -2,7 +2,7 @@
 //! of its main content (title, article, links made absolute; navigation and boilerplate gone);
 //! text/plain, JSON and markdown pass through. Anything else is 415, not charged.
 //!
-//! The conversion itself is `doc::fetch_markdown::page_text` (shared with `search`); it runs on
+//! The conversion itself is `doc::page_text::page_text` (shared with `search`); it runs on
 //! the blocking pool so a large page never stalls other requests.
 //!
 //! Parameters:
@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::doc::fetch_markdown::{check_type, page_text, PageError, PageText};
+use crate::doc::page_text::{check_type, page_text, PageError, PageText};
 use crate::doc::parse::{Budget, Refused};
 use crate::net::Fetched;
 use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
@@ -140,7 +140,7 @@ fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }))
 }
 
-pub use crate::doc::fetch_markdown::{decode_text, kind_of, Kind};
+pub use crate::doc::page_text::{decode_text, kind_of, Kind};
 
 #[async_trait]
 impl Stage for Markdown {

@@ -1,6 +1,6 @@
 //! `search`: /api/search (docs/search.md). Asks the configured search provider for the query,
 //! then fetches the top n result pages concurrently through the guarded client and turns each
-//! into markdown with /api/fetch's transform (`doc::fetch_markdown`).
+//! into markdown with /api/fetch's transform (`doc::page_text`).
 //!
 //! - Input: `q` (required), `n` (pages, default 3), optional `country`, `lang`, `freshness`
 //!   (day|week|month|year). An option the provider cannot honour is 400 naming the provider,
@@ -38,7 +38,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::doc::fetch_markdown::{check_type, page_text};
+use crate::doc::page_text::{check_type, page_text};
 use crate::net::{FetchRequest, GuardedClient, OverCap};
 use crate::pipeline::parse_slots::{ParseSlots, SlotLimits};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
