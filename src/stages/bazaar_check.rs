@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::bazaar::{parse_target, BazaarAudit, Limits};
-use crate::audit::discovery::DiscoveryIndex;
+use crate::audit::discovery_index::DiscoveryIndex;
 use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::net::{Guard, GuardedClient};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
