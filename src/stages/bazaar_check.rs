@@ -260,3 +260,27 @@ impl Stage for BazaarCheck {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn the_probe_window_fits_the_deadline() {
+        with_shipped_route("/api/bazaar-check", |ctx| {
+            let e = build(ctx, json!({"param": "nope"})).err().unwrap();
+            assert!(e.contains("no input parameter `nope`"), "{e}");
+            let e = build(ctx, json!({"slow_share": 1.5})).err().unwrap();
+            assert!(e.contains("slow_share"), "{e}");
+            let e = build(
+                ctx,
+                json!({"probe_window_ms": 20000, "hard_deadline_ms": 10000}),
+            )
+            .err()
+            .unwrap();
+            assert!(e.contains("hard_deadline_ms"), "{e}");
+        });
+    }
+}

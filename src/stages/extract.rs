@@ -375,3 +375,22 @@ impl Stage for Extract {
         ex.respond_ok(Value::Object(out))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn parameters_name_route_inputs_and_budgets_are_positive() {
+        with_shipped_route("/api/extract", |ctx| {
+            let e = build(ctx, json!({"fields_param": "nope"})).err().unwrap();
+            assert!(e.contains("no input parameter `nope`"), "{e}");
+            let e = build(ctx, json!({"budget_ms": 0})).err().unwrap();
+            assert!(e.contains("must be positive"), "{e}");
+            let e = build(ctx, json!({"budgt_ms": 10})).err().unwrap();
+            assert!(e.contains("unknown field"), "{e}");
+        });
+    }
+}

@@ -313,3 +313,29 @@ impl Stage for Screenshot {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn pool_settings_are_bounded() {
+        with_shipped_route("/api/screenshot", |ctx| {
+            let e = build(ctx, json!({"pool_size": 0})).err().unwrap();
+            assert!(e.contains("pool_size"), "{e}");
+            let e = build(ctx, json!({"max_uses": 0})).err().unwrap();
+            assert!(e.contains("max_uses"), "{e}");
+        });
+    }
+
+    #[test]
+    fn an_unavailable_renderer_is_a_503_not_charged() {
+        let r = unavailable("chromium missing".into());
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+        let body = r.body_json().unwrap();
+        assert_eq!(body["error"], "screenshot_unavailable");
+        assert!(body["message"].as_str().unwrap().ends_with("not charged"));
+    }
+}

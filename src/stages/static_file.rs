@@ -206,3 +206,31 @@ impl Stage for OwnFile {
         Flow::Continue
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params_for(file: &str) -> Params {
+        Params {
+            file: file.into(),
+            content_type: "text/html".into(),
+            max_age_s: 60,
+            max_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn a_missing_or_oversized_file_is_a_startup_error_with_its_fix() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let Err(e) = load(root, &params_for("no/such/file.html")) else {
+            panic!("a missing file loads")
+        };
+        assert!(e.contains("not found"), "{e}");
+        assert!(e.contains(crate::pipeline::chain::BUILD_FIX), "{e}");
+        let Err(e) = load(root, &params_for("Cargo.toml")) else {
+            panic!("an oversized file loads")
+        };
+        assert!(e.contains("over max_bytes 10"), "{e}");
+    }
+}
