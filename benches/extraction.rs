@@ -26,7 +26,7 @@
 //! thread) and through the command (one `paycall markdown --out` process over the same pages,
 //! all cores, wall clock including reading, decoding and writing).
 
-use paycall::doc::fetch_markdown::decode_text;
+use paycall::doc::page_text::decode_text;
 use paycall::doc::score::{shingle_overlap_with, summarize, Overlap, Tokens};
 use paycall::doc::{html_to_markdown, markdown_to_text};
 use serde_json::Value;

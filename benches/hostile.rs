@@ -334,7 +334,7 @@ fn ratios(dir: &std::path::Path) {
             raw
         };
         let text = String::from_utf8_lossy(&bytes);
-        let bounded = paycall::doc::guard::bound_input(&text);
+        let bounded = paycall::doc::input_bounds::bound_input(&text);
         let Ok(h) = paycall::doc::parse::parse_document(&bounded, &unlimited) else {
             continue;
         };

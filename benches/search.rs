@@ -74,7 +74,7 @@ fn main() {
         let n = 500;
         let t = Instant::now();
         for _ in 0..n {
-            let p = paycall::doc::fetch_markdown::page_text(
+            let p = paycall::doc::page_text::page_text(
                 "text/html; charset=utf-8",
                 upstream::ARTICLE.as_bytes(),
                 &base,

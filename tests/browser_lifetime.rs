@@ -28,7 +28,7 @@ fn shipped_with_warm_browser(dir: &Path) -> PathBuf {
 /// Processes whose command line names `needle` (chromedriver's and chromium's name the profile
 /// folder under the server's temp dir).
 fn processes_naming(needle: &Path) -> Vec<(i32, String)> {
-    paycall::browser::pool::processes_naming(needle)
+    paycall::browser::session::processes_naming(needle)
         .into_iter()
         .map(|pid| {
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))

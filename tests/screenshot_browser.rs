@@ -372,7 +372,7 @@ async fn shutdown_leaves_no_browser_process_behind() {
     let pools = e.browsers.pools();
     let running: usize = pools
         .iter()
-        .map(|p| paycall::browser::pool::processes_naming(p.profile_root()).len())
+        .map(|p| paycall::browser::session::processes_naming(p.profile_root()).len())
         .sum();
     assert!(
         running >= 1,
@@ -384,13 +384,13 @@ async fn shutdown_leaves_no_browser_process_behind() {
         .collect();
     e.server.shutdown().await;
     for root in roots {
-        let mut left = paycall::browser::pool::processes_naming(&root);
+        let mut left = paycall::browser::session::processes_naming(&root);
         for _ in 0..50 {
             if left.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-            left = paycall::browser::pool::processes_naming(&root);
+            left = paycall::browser::session::processes_naming(&root);
         }
         assert!(left.is_empty(), "processes left behind: {left:?}");
         assert!(!root.exists(), "profiles removed");
@@ -509,7 +509,7 @@ async fn pool_warms_recycles_and_bounds_its_queue() {
     assert_eq!(s, 200, "{body}");
     assert_eq!(pool.sessions_started(), 2);
     server.shutdown().await;
-    assert!(paycall::browser::pool::processes_naming(pool.profile_root()).is_empty());
+    assert!(paycall::browser::session::processes_naming(pool.profile_root()).is_empty());
 }
 
 /// Names are resolved by the service's resolver inside the proxy, never by chromium: a page on
@@ -595,7 +595,7 @@ async fn a_page_that_eats_memory_is_stopped_at_the_cap() {
             while !stop.load(Ordering::SeqCst) {
                 let used: u64 = root
                     .iter()
-                    .map(|r| paycall::browser::pool::profile_memory_bytes(r))
+                    .map(|r| paycall::browser::session::profile_memory_bytes(r))
                     .sum();
                 peak.fetch_max(used, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(50));

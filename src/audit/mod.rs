@@ -7,7 +7,7 @@
 pub mod address;
 pub mod bazaar;
 pub mod challenge;
-pub mod discovery;
+pub mod discovery_index;
 pub mod networks;
 mod offer;
 pub mod onchain;

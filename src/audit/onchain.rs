@@ -8,6 +8,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
@@ -26,6 +27,43 @@ pub struct Rpc {
     pub url: Url,
     pub client: Arc<GuardedClient>,
     pub timeout: Duration,
+}
+
+/// The default RPC upstream per network: Base → `base_rpc`, Ethereum → `eth_rpc`.
+pub fn default_rpc_upstreams() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("eip155:8453".to_string(), "base_rpc".to_string()),
+        ("eip155:1".to_string(), "eth_rpc".to_string()),
+    ])
+}
+
+/// The RPC list of an auditor from its network → upstream-name map (CAIP-2 eip155 ids, names
+/// defined in routes.yaml `upstreams:`).
+pub fn rpcs_from_upstreams(
+    upstreams: &BTreeMap<String, Url>,
+    map: &BTreeMap<String, String>,
+    client: &Arc<GuardedClient>,
+    timeout: Duration,
+) -> Result<super::Rpcs, String> {
+    let mut rpcs = Vec::new();
+    for (net, name) in map {
+        if !super::networks::is_caip2(net) || !net.starts_with("eip155:") {
+            return Err(format!("rpcs: `{net}` is not an eip155 CAIP-2 network id"));
+        }
+        let url = upstreams.get(name).ok_or_else(|| {
+            format!("rpcs: upstream `{name}` is not defined in routes.yaml `upstreams:`")
+        })?;
+        rpcs.push((
+            net.clone(),
+            Rpc {
+                name: name.clone(),
+                url: url.clone(),
+                client: client.clone(),
+                timeout,
+            },
+        ));
+    }
+    Ok(rpcs)
 }
 
 impl Rpc {

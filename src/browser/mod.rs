@@ -15,6 +15,7 @@ pub mod cdp;
 pub mod lifetime;
 pub mod pool;
 pub mod render;
+pub mod session;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use fantoccini::wd::WindowHandle;
 use serde_json::{json, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::session::{sweep_profile_processes, Procs, Session};
 use super::Browsers;
 use crate::net::proxy::GuardedProxy;
 
@@ -284,58 +284,6 @@ impl Lease {
     }
 }
 
-/// A chromedriver process, its chromium, and the WebDriver session between them.
-pub struct Session {
-    pub client: fantoccini::Client,
-    /// The window the session opened with; kept open so the session lives between renders.
-    pub home: WindowHandle,
-    /// The proxy's refusal-page token (see net::proxy).
-    pub proxy_token: String,
-    /// `http://127.0.0.1:<port>` of the guarded proxy, given again to each new context.
-    pub proxy_server: String,
-    /// The browser-level DevTools connection (contexts and tabs).
-    pub browser: super::cdp::BrowserCdp,
-    /// A context opened ahead for the next render, never used yet.
-    pub fresh: Option<super::render::FreshContext>,
-    /// The context the last render used, until `tidy` disposes it.
-    pub used: Option<String>,
-    pub uses: u32,
-    procs: Procs,
-}
-
-impl Session {
-    /// The session's profile folder: every process of its chromium names it.
-    pub fn profile(&self) -> &Path {
-        &self.procs.profile
-    }
-}
-
-/// The processes of a session; dropping this kills them.
-struct Procs {
-    driver: Option<tokio::process::Child>,
-    pgid: Option<i32>,
-    profile: PathBuf,
-}
-
-impl Procs {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            // SAFETY: killpg only sends a signal; pgid is the group chromedriver leads.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-        sweep_profile_processes(&self.profile);
-        let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 impl Session {
     async fn start(
         config: &PoolConfig,
@@ -490,61 +438,4 @@ pub fn chromium_args(proxy_port: u16, profile: &Path) -> Vec<String> {
 fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
-}
-
-/// SIGKILLs every process whose command line names `dir` (a session's or a pool's profile
-/// folder), in case one left chromedriver's process group.
-pub fn sweep_profile_processes(dir: &Path) {
-    for pid in processes_naming(dir) {
-        // SAFETY: kill only sends a signal.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
-}
-
-/// The memory of every process naming `dir` (a session's chromium: browser, renderers, GPU
-/// and utility processes), as the sum of their proportional set sizes (shared pages split
-/// between the processes sharing them, so the libraries all of them map count once), in bytes.
-/// Falls back to resident size where smaps_rollup cannot be read.
-pub fn profile_memory_bytes(dir: &Path) -> u64 {
-    processes_naming(dir)
-        .into_iter()
-        .map(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find(|l| l.starts_with("Pss:"))
-                        .and_then(|l| l.split_whitespace().nth(1))
-                        .and_then(|kb| kb.parse::<u64>().ok())
-                })
-                .map(|kb| kb * 1024)
-                .or_else(|| {
-                    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-                    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-                    Some(pages * 4096)
-                })
-                .unwrap_or(0)
-        })
-        .sum()
-}
-
-/// Processes whose command line contains `needle`'s path.
-pub fn processes_naming(needle: &Path) -> Vec<i32> {
-    let needle = needle.to_string_lossy().into_owned();
-    let me = std::process::id() as i32;
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
-        .filter(|pid| *pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
-                .unwrap_or(false)
-        })
-        .collect()
 }

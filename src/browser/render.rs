@@ -19,7 +19,7 @@ use fantoccini::wd::{WebDriverCompatibleCommand, WindowHandle};
 use serde_json::{json, Value};
 use url::Url;
 
-use super::pool::Session;
+use super::session::{profile_memory_bytes, sweep_profile_processes, FreshContext, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -221,17 +221,6 @@ function tick() {
 tick();
 "#;
 
-/// Renders `req` on `s`. The caller decides what to do with the session from the error.
-/// A browser context with one blank tab, never used by any caller yet.
-#[derive(Debug, Clone)]
-pub struct FreshContext {
-    pub context_id: String,
-    pub target_id: String,
-    /// Set when the tab is already the WebDriver window with this viewport applied (done
-    /// ahead, after the previous render, for the route's default viewport).
-    pub prepared: Option<(u32, u32)>,
-}
-
 /// The viewport prepared ahead: the route's defaults (docs/routes/screenshot.md).
 const DEFAULT_VIEWPORT: (u32, u32) = (1280, 800);
 
@@ -287,7 +276,7 @@ pub async fn render(
         r = render_in_context(s, &ctx, req, limits) => r,
         used = memory_over(&profile, cap) => {
             // Kill now: the render future is dropped and the session, unhealthy, is closed.
-            super::pool::sweep_profile_processes(&profile);
+            sweep_profile_processes(&profile);
             Err(RenderError::Browser(format!(
                 "the page made the browser use {} MB, over the limit of {} MB per render",
                 used >> 20,
@@ -302,7 +291,7 @@ async fn memory_over(profile: &std::path::Path, cap: u64) -> u64 {
     loop {
         tokio::time::sleep(MEMORY_POLL).await;
         let p = profile.to_path_buf();
-        let used = tokio::task::spawn_blocking(move || super::pool::profile_memory_bytes(&p))
+        let used = tokio::task::spawn_blocking(move || profile_memory_bytes(&p))
             .await
             .unwrap_or(0);
         if used > cap {

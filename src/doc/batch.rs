@@ -15,7 +15,7 @@
 //! What a file is, is told by its name, as the single-file command always did: `.md`, `.json`,
 //! `.txt` pass through like those content types on /api/fetch; anything else is HTML. A
 //! trailing `.gz` is decompressed first (at most [`MAX_GUNZIPPED`] bytes). Each page is decoded
-//! and extracted exactly as /api/fetch does (`fetch_markdown::decode_text`, the service's node
+//! and extracted exactly as /api/fetch does (`page_text::decode_text`, the service's node
 //! budget) with a per-page deadline of [`PAGE_DEADLINE`].
 
 use std::io::Read;
@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use url::Url;
 
-use super::fetch_markdown::decode_text;
 use super::markdown::{html_to_markdown_within, passthrough, MarkdownDoc};
+use super::page_text::{decode_text, kind_of, Kind};
 use super::parse::Budget;
 
 /// Directory levels walked below a directory argument.
@@ -210,21 +210,21 @@ pub fn convert(
     deadline: Instant,
 ) -> Result<Converted, String> {
     let text = decode_text(content_type, body);
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if essence.is_empty() || essence == "text/html" || essence == "application/xhtml+xml" {
-        let budget = Budget::default().with_deadline(deadline);
-        html_to_markdown_within(&text, base, &budget)
-            .map(Converted::Page)
-            .map_err(|e| format!("{e} ({})", e.code()))
-    } else {
-        passthrough(&essence, &text)
-            .map(Converted::Text)
-            .ok_or_else(|| format!("`{content_type}` is not HTML, text, JSON or markdown"))
+    // The route's own reading of the content type (sniffed when absent), so the command and
+    // /api/fetch never disagree on what a body is.
+    match kind_of(content_type, body) {
+        Some(Kind::Html) => {
+            let budget = Budget::default().with_deadline(deadline);
+            html_to_markdown_within(&text, base, &budget)
+                .map(Converted::Page)
+                .map_err(|e| format!("{e} ({})", e.code()))
+        }
+        Some(kind) => Ok(Converted::Text(
+            passthrough(kind.mime(), &text).unwrap_or(text),
+        )),
+        None => Err(format!(
+            "`{content_type}` is not HTML, text, JSON or markdown"
+        )),
     }
 }
 

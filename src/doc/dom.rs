@@ -50,7 +50,7 @@ pub struct Dom {
 
 impl Dom {
     /// Parses a whole document under `budget` (nodes made, deadline). Call
-    /// [`super::guard::bound_input`] first on untrusted input.
+    /// [`super::input_bounds::bound_input`] first on untrusted input.
     pub fn parse(html: &str, budget: &Budget) -> Result<Dom, Refused> {
         Ok(Dom::from_html(&parse_document(html, budget)?))
     }

@@ -2,7 +2,7 @@
 //! already text, and markdown → text.
 
 use super::parse::{Budget, Refused};
-use super::{dom::Dom, extract, guard, meta, render};
+use super::{dom::Dom, input_bounds, main_content, markdown_writer, page_meta};
 use url::Url;
 
 pub use super::text::markdown_to_text;
@@ -37,12 +37,12 @@ pub fn html_to_markdown_within(
     base_url: Option<&Url>,
     budget: &Budget,
 ) -> Result<MarkdownDoc, Refused> {
-    let bounded = guard::bound_input(html);
+    let bounded = input_bounds::bound_input(html);
     let dom = Dom::parse(&bounded, budget)?;
-    let meta = meta::extract(&dom);
+    let meta = page_meta::extract(&dom);
     let base = document_base(&dom, base_url);
-    let sel = extract::select(&dom, meta.title.as_deref());
-    let markdown = render::render(&dom, &sel.roots, &sel.skip, base.as_ref());
+    let sel = main_content::select(&dom, meta.title.as_deref());
+    let markdown = markdown_writer::render(&dom, &sel.roots, &sel.skip, base.as_ref());
     let word_count = super::score::tokenize(&markdown_to_text(&markdown)).len();
     Ok(MarkdownDoc {
         title: meta.title,

@@ -4,13 +4,13 @@
 pub mod batch;
 pub mod charset;
 mod dom;
-mod extract;
-pub mod fetch_markdown;
-pub mod guard;
+pub mod input_bounds;
+mod main_content;
 pub mod markdown;
-mod meta;
+mod markdown_writer;
+mod page_meta;
+pub mod page_text;
 pub mod parse;
-mod render;
 pub mod score;
 mod text;
 

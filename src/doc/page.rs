@@ -17,7 +17,7 @@ use scraper::{ElementRef, Html, Node};
 use serde_json::{json, Map, Value};
 use url::Url;
 
-use super::guard::bound_input;
+use super::input_bounds::bound_input;
 use super::parse::{parse_document, Budget, Refused};
 
 /// At most this many characters of body text in `textSample` (docs/decisions.md#limits).
@@ -46,9 +46,9 @@ pub struct Page {
 }
 
 impl Page {
-    /// Parses untrusted HTML. Nesting beyond the parser guard's cap is flattened first (so the
+    /// Parses untrusted HTML. Nesting beyond the input bounds' cap is flattened first (so the
     /// parse stays linear); `depth` is measured on the result, which is enough to refuse pages
-    /// deeper than any cap below the guard's. The parse runs under `budget` (nodes made per
+    /// deeper than any cap below the input bounds'. The parse runs under `budget` (nodes made per
     /// input byte, deadline): a page whose tree would outgrow it is refused.
     pub fn parse(text: &str, url: Option<&Url>, budget: &Budget) -> Result<Page, Refused> {
         let capped = cap_attributes(text, MAX_ATTRIBUTES);

@@ -13,7 +13,7 @@
 //! made. Past it the sink *freezes*: later nodes are stand-ins (one per element name, never
 //! attached) and tree edits are ignored, so memory stops growing at once; the input is fed in
 //! chunks and parsing stops at the end of the chunk, with [`Refused::TooManyNodes`]. The
-//! deadline is checked between chunks. The guard (`super::guard`) already keeps the work per
+//! deadline is checked between chunks. The input bounds (`super::input_bounds`) already keep the work per
 //! chunk small by flattening deep nesting and capping open formatting elements.
 
 use std::borrow::Cow;
@@ -108,7 +108,7 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
-/// Parses a whole document under `budget`. Call [`super::guard::bound_input`] first on untrusted
+/// Parses a whole document under `budget`. Call [`super::input_bounds::bound_input`] first on untrusted
 /// input (it keeps the tree builder's work per chunk small).
 pub fn parse_document(html: &str, budget: &Budget) -> Result<Html, Refused> {
     if budget.expired() {
@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn reconstruction_blow_up_is_refused_within_the_budget() {
-        // Without the guard's formatting cap, straight into the parser: the sink alone bounds it.
+        // Without the input bounds' formatting cap, straight into the parser: the sink alone bounds it.
         let html = adoption_agency_page(500, 200_000);
         let t = Instant::now();
         let err = parse_document(&html, &Budget::default()).unwrap_err();

@@ -8,6 +8,7 @@ use chrono::{DateTime, TimeZone, Timelike, Utc};
 use futures_util::future::try_join_all;
 use serde_json::{json, Value};
 
+use super::format::{iso, jnum, round};
 use super::hub::{num, Limits, MarketHub, UpstreamError};
 use super::spot::ASSETS;
 
@@ -25,6 +26,22 @@ pub struct Funding {
 }
 
 impl Funding {
+    /// One asset's funding as the /api/funding and /api/signals answers show it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "venue": self.venue,
+            "instrument": self.instrument,
+            "rate": jnum(self.rate),
+            "ratePct": jnum(round(self.rate * 100.0, 6)),
+            "intervalHours": jnum(self.interval_hours),
+            "rate8h": jnum(round(self.rate_8h(), 10)),
+            "rate8hPct": jnum(round(self.rate_8h() * 100.0, 6)),
+            "annualizedPct": jnum(round(self.annualized_pct(), 4)),
+            "nextFundingTime": iso(self.next_funding),
+            "payer": if self.rate > 0.0 { "longs" } else if self.rate < 0.0 { "shorts" } else { "none" },
+        })
+    }
+
     pub fn rate_8h(&self) -> f64 {
         self.rate * 8.0 / self.interval_hours
     }

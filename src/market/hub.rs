@@ -61,7 +61,34 @@ impl UpstreamError {
             FailKind::BadAnswer => 502,
         }
     }
+    /// The error code of that answer.
+    pub fn code(&self) -> &'static str {
+        match self.kind {
+            FailKind::Unavailable => "upstream_unavailable",
+            FailKind::BadAnswer => "upstream_error",
+        }
+    }
+    /// Seconds the caller is asked to wait: only an unavailable upstream is worth a retry.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        (self.kind == FailKind::Unavailable).then_some(RETRY_AFTER_S)
+    }
 }
+
+/// Error statuses every fetching market stage can answer (for /openapi.json).
+pub const UPSTREAM_ERRORS: &[(u16, &str)] = &[
+    (
+        502,
+        "A market upstream answered an error, malformed or empty data (named in `upstream`); not charged",
+    ),
+    (
+        503,
+        "A market upstream is unreachable, timed out or rate-limited us (named in `upstream`); not charged",
+    ),
+];
+
+/// Seconds a caller is asked to wait after a 503 (an upstream unreachable or rate-limiting us):
+/// about one cache lifetime, long enough for a blip to pass.
+pub const RETRY_AFTER_S: u64 = 30;
 
 /// Data and when it was taken from the upstream.
 #[derive(Debug)]

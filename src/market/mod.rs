@@ -4,12 +4,18 @@
 
 pub mod candles;
 pub mod evm;
+pub mod format;
 pub mod funding;
 pub mod gas;
 pub mod hub;
 pub mod indicators;
+pub mod networks;
 pub mod portfolio;
+pub mod source;
 pub mod spot;
 pub mod yields;
 
-pub use hub::{first_ok, num, FailKind, Fresh, Limits, MarketHub, UpstreamError};
+pub use hub::{
+    first_ok, num, FailKind, Fresh, Limits, MarketHub, UpstreamError, RETRY_AFTER_S, UPSTREAM_ERRORS,
+};
+pub use source::SourceParams;

@@ -6,8 +6,10 @@
 pub mod client;
 pub mod client_ip;
 pub mod error;
+pub mod fetched;
 pub mod guard;
 pub mod proxy;
+pub mod request_headers;
 pub mod resolve;
 pub mod target;
 
@@ -15,6 +17,7 @@ pub use client::{
     install_crypto_provider, ClientBuildError, FetchRequest, FetchResponse, GuardedClient, OverCap,
 };
 pub use error::{BlockedTarget, FetchError};
+pub use fetched::{FetchLimits, Fetched};
 pub use guard::{classify, Class, Embedded, Embedding, Guard, Reason, Refusal, Verdict};
 pub use resolve::{Resolver, StaticResolver, SystemResolver};
 pub use target::{parse_target, UrlRefusal, MAX_URL_LEN};

@@ -9,14 +9,14 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::paid::Billed;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "bill",
     phase: Phase::Finish,
     payment: false,
     needs: &[],
-    gives: &["bill"],
+    gives: &[Artefact::of::<Billed>("bill")],
     errors: &[],
     doc: "decide whether the finished reply is charged (route's billing rule)",
     build,

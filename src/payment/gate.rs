@@ -26,7 +26,7 @@ use super::limits::VerifyLimiter;
 use super::local_check::{self, work_window, Refusal, RefusalKind};
 use super::paid::{Paid, Resume};
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 use crate::x402::bazaar::{bazaar_extension, BazaarInput, BazaarParam, JsonType};
 use crate::x402::challenge::payment_required;
 use crate::x402::codec::{decode_header, encode_header};
@@ -39,7 +39,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Gate,
     payment: true,
     needs: &[],
-    gives: &["payment"],
+    gives: &[Artefact::of::<Paid>("payment")],
     doc: "x402 v2: 402 challenge, decode PAYMENT-SIGNATURE, match the offer, facilitator verify",
     errors: &[
         (

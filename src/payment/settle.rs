@@ -23,7 +23,7 @@ use super::confirm::{Authorization, Confirmer, Onchain, Payment, SolanaPayment};
 use super::gate::{reply_to_kept, Replayed};
 use super::ledger::{now_ms, Ledger, State, Store, Update};
 use super::paid::{Billed, Outcome, Paid, Resume, Settled};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 use crate::x402::codec::encode_header;
 use crate::x402::facilitator::{FacilitatorClient, FacilitatorError, SettleOutcome};
 
@@ -31,8 +31,8 @@ pub const FACTORY: StageFactory = StageFactory {
     name: "settle",
     phase: Phase::Finish,
     payment: true,
-    needs: &["payment", "bill"],
-    gives: &["settlement"],
+    needs: &[Artefact::of::<Paid>("payment"), Artefact::of::<Billed>("bill")],
+    gives: &[Artefact::of::<Settled>("settlement")],
     doc: "x402 v2: settle charged calls; PAYMENT-RESPONSE on success, 402 on failure, 503 when pending",
     errors: &[
         (402, "Settlement failed: the answer is withheld and nothing was charged"),

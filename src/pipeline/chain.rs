@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use super::artefact::Artefact;
 use super::exchange::{Exchange, Flow, Reply};
 use crate::config::{Config, ConfigError, Origin, RouteSpec};
 
@@ -126,10 +127,10 @@ pub struct StageFactory {
     pub phase: Phase,
     /// Payment stages are skipped by demo twins.
     pub payment: bool,
-    /// Artefacts that an earlier stage must provide.
-    pub needs: &'static [&'static str],
-    /// Artefacts this stage provides.
-    pub gives: &'static [&'static str],
+    /// Artefacts that an earlier stage must provide, with the types this stage reads.
+    pub needs: &'static [Artefact],
+    /// Artefacts this stage provides, with the types it writes.
+    pub gives: &'static [Artefact],
     /// The error statuses this stage can answer, with a short description each: /openapi.json
     /// documents them per operation (400 and 413 for inputs are documented for every route).
     pub errors: &'static [(u16, &'static str)],
@@ -309,7 +310,7 @@ async fn run_guarded(link: &Link, ex: &mut Exchange) -> Flow {
 }
 
 /// What a paid route's chain must provide.
-const PAID_ARTEFACTS: &[&str] = &["payment", "bill", "settlement"];
+pub const PAID_ARTEFACTS: &[&str] = &["payment", "bill", "settlement"];
 
 /// Builds the chain of one route, checking names, parameters and shape.
 pub fn build_chain(
@@ -359,7 +360,7 @@ pub fn build_chain(
         }
     }
     let mut links = Vec::new();
-    let mut provided: Vec<&str> = Vec::new();
+    let mut provided: Vec<(&str, Artefact)> = Vec::new();
     let mut seen_finish = false;
     // After an unknown stage, what it would have provided is unknown: the checks that follow from
     // it (needs, a paid chain's artefacts) are left out, so one typo is one error.
@@ -404,27 +405,42 @@ pub fn build_chain(
             );
         }
         for need in factory.needs {
-            if !provided.contains(need) && !unknown_seen {
-                err(
-                    &mut errors,
-                    &sref.origin,
-                    format!(
-                        "`{}` needs `{need}`, which no earlier stage provides",
-                        factory.name
-                    ),
-                    format!(
-                        "put a stage that provides `{need}` before it (see `paycall check --stages`)"
-                    ),
-                );
+            if unknown_seen || provided.iter().any(|(_, a)| a.is(need)) {
+                continue;
             }
+            let (message, hint) = match provided.iter().find(|(_, a)| a.name == need.name) {
+                Some((giver, given)) => (
+                    format!(
+                        "`{}` needs `{}` as {}, but `{giver}` gives it as {}",
+                        factory.name,
+                        need.name,
+                        need.type_name(),
+                        given.type_name()
+                    ),
+                    format!(
+                        "the two stages disagree on what `{}` is: one of them is not meant for this chain",
+                        need.name
+                    ),
+                ),
+                None => (
+                    format!(
+                        "`{}` needs `{}`, which no earlier stage provides",
+                        factory.name, need.name
+                    ),
+                    format!(
+                        "put a stage that provides `{}` before it (see `paycall check --stages`)",
+                        need.name
+                    ),
+                ),
+            };
+            err(&mut errors, &sref.origin, message, hint);
         }
-        provided.extend(factory.gives.iter().copied());
-        let mut params = sref.params.clone();
-        let mut params_origin = &sref.params_origin;
-        if let Some((over, origin)) = route.caps.get(&sref.name) {
-            params = merge(params, over.clone());
-            params_origin = origin;
-        }
+        provided.extend(factory.gives.iter().map(|a| (factory.name, *a)));
+        let params = with_route_caps(route, &sref.name, sref.params.clone());
+        let params_origin = route
+            .caps
+            .get(&sref.name)
+            .map_or(&sref.params_origin, |(_, origin)| origin);
         match (factory.build)(ctx, params) {
             Ok(stage) => links.push(Link {
                 name: factory.name,
@@ -452,7 +468,7 @@ pub fn build_chain(
     let missing: Vec<&str> = PAID_ARTEFACTS
         .iter()
         .copied()
-        .filter(|a| !provided.contains(a))
+        .filter(|a| !provided.iter().any(|(_, p)| p.name == *a))
         .collect();
     if route.is_paid() && !missing.is_empty() && !unknown_seen {
         let providers: Vec<String> = missing
@@ -460,7 +476,7 @@ pub fn build_chain(
             .map(|a| {
                 registry
                     .iter()
-                    .find(|f| f.gives.contains(a))
+                    .find(|f| f.gives.iter().any(|g| g.name == *a))
                     .map(|f| format!("{} (which provides `{a}`)", f.name))
                     .unwrap_or_else(|| format!("a stage that provides `{a}`"))
             })
@@ -513,6 +529,15 @@ pub fn build_problem(stage: &str, error: &str) -> (String, String) {
 /// Separates a stage builder's message from its fix (see `build_problem`).
 pub const BUILD_FIX: &str = "\nfix: ";
 
+/// A stage's parameters as the route runs it: the pipeline's, with the route's caps for that
+/// stage laid over them.
+pub fn with_route_caps(route: &RouteSpec, stage: &str, params: Value) -> Value {
+    match route.caps.get(stage) {
+        Some((over, _)) => merge(params, over.clone()),
+        None => params,
+    }
+}
+
 /// Shallow merge of objects: keys of `over` replace keys of `base`.
 fn merge(base: Value, over: Value) -> Value {
     match (base, over) {
@@ -527,15 +552,42 @@ fn merge(base: Value, over: Value) -> Value {
     }
 }
 
+/// For stage unit tests: a build context over the shipped routes.yaml (fixed test payTo
+/// addresses) for one of its routes, with no services.
+#[cfg(test)]
+pub(crate) fn with_shipped_route<R>(path: &str, f: impl FnOnce(&BuildCtx<'_>) -> R) -> R {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let env = |k: &str| match k {
+        "PAYCALL_EVM_PAY_TO" => Some("0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3".to_string()),
+        "PAYCALL_SOLANA_PAY_TO" => Some("FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1".to_string()),
+        _ => None,
+    };
+    let config = crate::config::load_with_env(&file, &env).unwrap_or_else(|e| panic!("{e}"));
+    let route = Arc::new(
+        config
+            .routes
+            .iter()
+            .find(|r| r.path == path)
+            .unwrap_or_else(|| panic!("no route {path}"))
+            .clone(),
+    );
+    let services = Services::default();
+    f(&BuildCtx {
+        config: &config,
+        route: &route,
+        services: &services,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::load_with_env;
+    use crate::config::{load_with_env, StageRef};
 
     const EVM: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
     const SOL: &str = "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1";
 
-    fn route() -> Arc<RouteSpec> {
+    fn config() -> Config {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/config/free/routes.yaml");
         let env = |k: &str| match k {
@@ -543,8 +595,92 @@ mod tests {
             "PAYCALL_SOLANA_PAY_TO" => Some(SOL.to_string()),
             _ => None,
         };
-        let cfg = load_with_env(&path, &env).unwrap_or_else(|e| panic!("{e}"));
-        Arc::new(cfg.routes[0].clone())
+        load_with_env(&path, &env).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn route() -> Arc<RouteSpec> {
+        Arc::new(config().routes[0].clone())
+    }
+
+    struct Passes;
+    #[async_trait]
+    impl Stage for Passes {
+        async fn run(&self, _ex: &mut Exchange) -> Flow {
+            Flow::Continue
+        }
+    }
+
+    fn factory(
+        name: &'static str,
+        needs: &'static [Artefact],
+        gives: &'static [Artefact],
+    ) -> StageFactory {
+        StageFactory {
+            name,
+            phase: Phase::Work,
+            payment: false,
+            needs,
+            gives,
+            errors: &[],
+            doc: "",
+            build: |_, _| Ok(Arc::new(Passes)),
+        }
+    }
+
+    /// Builds the first route of the fixture with its pipeline replaced by `stages`.
+    fn build_with(registry: &[StageFactory], stages: &[&str]) -> Result<Chain, Vec<ConfigError>> {
+        let mut cfg = config();
+        let route = Arc::new(cfg.routes[0].clone());
+        let pipeline = cfg
+            .pipelines
+            .get_mut(&route.pipeline)
+            .expect("the route's pipeline");
+        let template = pipeline.stages[0].clone();
+        pipeline.stages = stages
+            .iter()
+            .map(|name| StageRef {
+                name: name.to_string(),
+                params: Value::Null,
+                ..template.clone()
+            })
+            .collect();
+        let services = Services::default();
+        let ctx = BuildCtx {
+            config: &cfg,
+            route: &route,
+            services: &services,
+        };
+        build_chain(registry, &ctx)
+    }
+
+    #[test]
+    fn a_chain_that_hands_a_stage_the_wrong_type_is_refused() {
+        const COUNT: &[Artefact] = &[Artefact::of::<u64>("count")];
+        const COUNT_SPELLED: &[Artefact] = &[Artefact::of::<String>("count")];
+        let registry = [
+            factory("counts", &[], COUNT),
+            factory("spells", &[], COUNT_SPELLED),
+            factory("reads_count", COUNT, &[]),
+        ];
+        assert!(build_with(&registry, &["counts", "reads_count"]).is_ok());
+        let errors = build_with(&registry, &["spells", "reads_count"])
+            .err()
+            .expect("a type mismatch is refused");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            errors[0].message,
+            "`reads_count` needs `count` as u64, but `spells` gives it as alloc::string::String"
+        );
+        let errors = build_with(&registry, &["reads_count"])
+            .err()
+            .expect("a missing artefact is refused");
+        assert!(
+            errors[0]
+                .message
+                .contains("which no earlier stage provides"),
+            "{}",
+            errors[0].message
+        );
     }
 
     struct Panics;

@@ -187,6 +187,53 @@ impl Exchange {
         Flow::Reply
     }
 
+    /// `respond_ok` with `asOf` = when the data was taken (the oldest part), not the time of the
+    /// answer: a cached upstream answer says how old it is.
+    pub fn respond_ok_as_of(&mut self, body: Value, taken: chrono::DateTime<chrono::Utc>) -> Flow {
+        let mut v = self.stamp(body);
+        if let Value::Object(o) = &mut v {
+            o.insert("asOf".into(), Value::String(iso(taken)));
+        }
+        self.reply = Some(Reply::json(StatusCode::OK, &v));
+        Flow::Reply
+    }
+
+    /// A stage ran without the artefact an earlier stage should have left (a chain bug).
+    pub fn missing(&mut self, what: &str) -> Flow {
+        self.fail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            format!("{what} is missing; you were not charged"),
+        )
+    }
+
+    /// An upstream failed (not charged): the error shape with the upstream named in `upstream`,
+    /// and `Retry-After` when the caller is asked to come back.
+    pub fn fail_upstream(
+        &mut self,
+        status: u16,
+        code: &str,
+        message: &str,
+        upstream: &str,
+        retry_after_s: Option<u64>,
+    ) -> Flow {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+        tracing::warn!(request_id = %self.id, route = %self.route.path, upstream, error = message, "upstream failed");
+        let mut extra = Map::new();
+        extra.insert("upstream".into(), Value::String(upstream.into()));
+        let mut reply = Reply::error_with(
+            status,
+            code,
+            format!("{message}; you were not charged"),
+            extra,
+        );
+        if let Some(s) = retry_after_s {
+            reply = reply.with_header("retry-after", &s.to_string());
+        }
+        self.reply = Some(reply);
+        Flow::Reply
+    }
+
     /// Adds source/priced/asOf to an object body; other values are wrapped as `{result: …}`.
     pub fn stamp(&self, body: Value) -> Value {
         let mut obj = match body {
@@ -208,9 +255,12 @@ impl Exchange {
 
 /// ISO 8601 UTC with milliseconds, e.g. 2026-11-22T03:58:08.123Z.
 pub fn now_iso() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    iso(chrono::Utc::now())
+}
+
+/// A time as ISO 8601 UTC with milliseconds.
+pub fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// Short unique request id: time-ordered prefix + randomness.

@@ -1,11 +1,14 @@
 //! The engine: Exchange, the Stage trait, the registry entry type, the chain runner and input
-//! validation. Nothing here knows any particular route.
+//! validation, and the parse slots that bound how many documents a route parses at once.
+//! Nothing here knows any particular route.
 
-pub mod artefacts;
+pub mod artefact;
 pub mod chain;
 pub mod exchange;
 pub mod input;
+pub mod parse_slots;
 
+pub use artefact::Artefact;
 pub use chain::{
     build_chain, params, BillingCase, BuildCtx, Chain, Phase, Services, Stage, StageFactory,
 };

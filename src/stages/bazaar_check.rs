@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::bazaar::{parse_target, BazaarAudit, Limits};
-use crate::audit::discovery::DiscoveryIndex;
+use crate::audit::discovery_index::DiscoveryIndex;
+use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::net::{Guard, GuardedClient};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
@@ -33,7 +34,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     doc: "a host's /.well-known/x402, one unpaid probe per route and method, compared with the discovery index",
     errors: &[
         (400, "Missing or bad host, http:// input, or a blocked (private, loopback, metadata) host"),
@@ -49,7 +50,7 @@ struct Params {
     param: String,
     #[serde(default = "d_index")]
     index_upstream: String,
-    #[serde(default = "super::x402_check::default_rpcs")]
+    #[serde(default = "default_rpc_upstreams")]
     rpcs: BTreeMap<String, String>,
     #[serde(default = "d_cache")]
     index_cache_s: u64,
@@ -166,8 +167,8 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             p.index_upstream
         )
     })?;
-    let rpcs = super::x402_check::build_rpcs(
-        ctx,
+    let rpcs = rpcs_from_upstreams(
+        &ctx.config.upstreams,
         &p.rpcs,
         &client,
         Duration::from_millis(p.rpc_timeout_ms),
@@ -257,5 +258,29 @@ impl Stage for BazaarCheck {
             }
             Err(r) => ex.fail(r.status, r.code, r.message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn the_probe_window_fits_the_deadline() {
+        with_shipped_route("/api/bazaar-check", |ctx| {
+            let e = build(ctx, json!({"param": "nope"})).err().unwrap();
+            assert!(e.contains("no input parameter `nope`"), "{e}");
+            let e = build(ctx, json!({"slow_share": 1.5})).err().unwrap();
+            assert!(e.contains("slow_share"), "{e}");
+            let e = build(
+                ctx,
+                json!({"probe_window_ms": 20000, "hard_deadline_ms": 10000}),
+            )
+            .err()
+            .unwrap();
+            assert!(e.contains("hard_deadline_ms"), "{e}");
+        });
     }
 }

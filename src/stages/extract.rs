@@ -18,7 +18,7 @@
 //! - `budget_ms` (2000): parse + selector time budget per request.
 //! - `max_concurrent` (4), `queue` (16), `queue_wait_ms` (4000): extraction jobs running at
 //!   once on this route, callers allowed to wait for a turn and for how long
-//!   (`super::parse_slots`); past them 503 `parser_busy` with `Retry-After`, not charged.
+//!   (`pipeline::parse_slots`); past them 503 `parser_busy` with `Retry-After`, not charged.
 //! - `nodes_per_byte` (1), `min_nodes` (4096): the parse's node budget,
 //!   `min_nodes + nodes_per_byte × bytes`, counted as the tree builder makes nodes. A page whose
 //!   tree outgrows it (misnested formatting elements reconstructed in every paragraph: 200 KB
@@ -32,11 +32,11 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::doc::fields::{self, FieldSpec};
 use crate::doc::page::{self, Page};
 use crate::doc::parse::{Budget, Refused};
-use crate::pipeline::artefacts::Fetched;
+use crate::net::Fetched;
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
@@ -44,7 +44,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     doc: "page facts and CSS-selector fields from the fetched page or the caller's html",
     errors: &[
         (
@@ -373,5 +373,24 @@ impl Stage for Extract {
         }
         out.insert("elapsedMs".into(), json!(ex.elapsed_ms()));
         ex.respond_ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn parameters_name_route_inputs_and_budgets_are_positive() {
+        with_shipped_route("/api/extract", |ctx| {
+            let e = build(ctx, json!({"fields_param": "nope"})).err().unwrap();
+            assert!(e.contains("no input parameter `nope`"), "{e}");
+            let e = build(ctx, json!({"budget_ms": 0})).err().unwrap();
+            assert!(e.contains("must be positive"), "{e}");
+            let e = build(ctx, json!({"budgt_ms": 10})).err().unwrap();
+            assert!(e.contains("unknown field"), "{e}");
+        });
     }
 }

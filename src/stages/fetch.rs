@@ -19,22 +19,27 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::net::{FetchRequest, GuardedClient, OverCap};
-use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::net::request_headers::outbound_headers;
+use crate::net::{FetchLimits, FetchRequest, Fetched, GuardedClient, OverCap};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "fetch",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
-    gives: &["fetched"],
+    needs: &[Artefact::of::<url::Url>("target")],
+    gives: &[
+        Artefact::of::<Fetched>("fetched"),
+        Artefact::of::<FetchLimits>("fetch_limits"),
+    ],
     doc: "guarded outbound HTTP request: DNS and redirects re-checked, byte cap, deadline, no cookies",
     errors: &[
         (400, "Bad method or outbound headers, or a redirect/DNS answer to a refused target"),
@@ -44,48 +49,6 @@ pub const FACTORY: StageFactory = StageFactory {
     ],
     build,
 };
-
-/// Request headers a caller may set on /api/http (docs/decisions.md#outbound: no Cookie, no hop-by-hop, no
-/// Host), by exact name: nothing else passes, `x-*` names included. Left out on purpose: the
-/// headers upstreams believe about the client or the path a proxy took (`X-Forwarded-*`,
-/// `X-Real-IP`, `X-Client-IP`, `X-Originating-IP`, `X-Cluster-Client-IP`, `Forwarded`, `Via`,
-/// `X-Original-URL`, `X-Rewrite-URL`, `X-HTTP-Method-Override`, …), which spoof the client or
-/// bypass an upstream's access rules. The credential-style names are there so a caller can
-/// reach keyed APIs; none of them follows a redirect to another origin (see net::client).
-/// Documented in docs/http.md and in every answer's `methodology.requestHeaders`.
-pub const HEADER_ALLOWLIST: &[&str] = &[
-    // content negotiation and conditional requests
-    "accept",
-    "accept-language",
-    "cache-control",
-    "content-language",
-    "content-type",
-    "if-match",
-    "if-modified-since",
-    "if-none-match",
-    "if-range",
-    "if-unmodified-since",
-    "pragma",
-    "range",
-    // what the caller says about itself
-    "origin",
-    "referer",
-    "user-agent",
-    "x-requested-with",
-    "x-request-id",
-    "idempotency-key",
-    // credentials of common APIs
-    "authorization",
-    "x-api-key",
-    "x-auth-token",
-    "x-csrf-token",
-    "x-goog-api-key",
-    "x-amz-date",
-    "x-amz-content-sha256",
-    "x-amz-security-token",
-];
-pub const MAX_HEADERS: usize = 32;
-pub const MAX_HEADER_VALUE: usize = 4096;
 
 #[derive(Deserialize, Clone, Copy, PartialEq)]
 #[serde(rename_all = "snake_case")]
@@ -164,41 +127,6 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         p,
         client: ctx.services.need::<GuardedClient>()?,
     }))
-}
-
-/// Checks and converts the caller's outbound headers (a JSON object of strings).
-pub fn outbound_headers(value: Option<&Value>) -> Result<HeaderMap, String> {
-    let mut out = HeaderMap::new();
-    let Some(value) = value else { return Ok(out) };
-    let Value::Object(map) = value else {
-        return Err("headers must be a JSON object of name → string value".into());
-    };
-    if map.len() > MAX_HEADERS {
-        return Err(format!("at most {MAX_HEADERS} headers"));
-    }
-    for (name, v) in map {
-        let lname = name.to_ascii_lowercase();
-        if !HEADER_ALLOWLIST.contains(&lname.as_str()) {
-            return Err(format!(
-                "header `{name}` is not allowed; allowed: {}",
-                HEADER_ALLOWLIST.join(", ")
-            ));
-        }
-        let Value::String(s) = v else {
-            return Err(format!("header `{name}` must have a string value"));
-        };
-        if s.len() > MAX_HEADER_VALUE {
-            return Err(format!(
-                "header `{name}` is longer than {MAX_HEADER_VALUE} bytes"
-            ));
-        }
-        let hn = HeaderName::from_bytes(lname.as_bytes())
-            .map_err(|_| format!("`{name}` is not a valid header name"))?;
-        let hv = HeaderValue::from_str(s)
-            .map_err(|_| format!("header `{name}` has characters not allowed in a header value"))?;
-        out.insert(hn, hv);
-    }
-    Ok(out)
 }
 
 impl Fetch {
@@ -301,6 +229,12 @@ impl Stage for Fetch {
     }
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
+        // Left even when nothing is fetched here: the record describes the limits of the route.
+        ex.slots.put(FetchLimits {
+            max_bytes: self.p.max_bytes,
+            timeout_ms: self.p.timeout_ms,
+            max_redirects: self.p.max_redirects,
+        });
         // An earlier stage already has the document (own_file: a demo reading the service's
         // own sample from disk), or the input says there is nothing to fetch (POST html).
         if crate::pipeline::input::skips(self.p.skip_if_param.as_deref(), &ex.input)
@@ -376,50 +310,34 @@ impl Stage for Fetch {
 
 #[cfg(test)]
 mod tests {
-    use super::outbound_headers;
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
     use serde_json::json;
 
+    fn build_error(p: Value) -> String {
+        with_shipped_route("/api/http", |ctx| build(ctx, p).err().unwrap_or_default())
+    }
+
     #[test]
-    fn header_allowlist() {
-        assert!(outbound_headers(Some(&json!({"Accept": "text/html", "X-Api-Key": "k"}))).is_ok());
-        assert!(outbound_headers(Some(&json!({"X-Goog-Api-Key": "k", "If-Range": "x"}))).is_ok());
-        for bad in [
-            // they speak for the client or for a proxy: spoofing and access-rule bypasses
-            "x-client-ip",
-            "x-originating-ip",
-            "x-cluster-client-ip",
-            "x-remote-ip",
-            "x-remote-addr",
-            "x-true-client-ip",
-            "true-client-ip",
-            "x-original-url",
-            "x-rewrite-url",
-            "x-http-method-override",
-            "x-forwarded-host",
-            "x-real-ip",
-            "forwarded",
-            "via",
-            "x-anything-else",
-            "cookie",
-            "Host",
-            "connection",
-            "transfer-encoding",
-            "x-forwarded-for",
-            "proxy-authorization",
-            "te",
-            "upgrade",
-        ] {
-            assert!(
-                outbound_headers(Some(&json!({ bad: "v" }))).is_err(),
-                "{bad}"
-            );
-        }
-        assert!(outbound_headers(Some(&json!({"accept": 1}))).is_err());
-        assert!(outbound_headers(Some(&json!({"accept": "a\r\nb"}))).is_err());
-        assert!(outbound_headers(Some(&json!(["accept"]))).is_err());
-        let many: serde_json::Map<String, serde_json::Value> =
-            (0..33).map(|i| (format!("x-h{i}"), json!("v"))).collect();
-        let err = outbound_headers(Some(&serde_json::Value::Object(many))).unwrap_err();
-        assert!(err.contains("at most"), "{err}");
+    fn caps_are_required_positive_and_bounded() {
+        assert!(build_error(json!({"timeout_ms": 1000})).contains("missing field `max_bytes`"));
+        assert!(
+            build_error(json!({"max_bytes": 0, "timeout_ms": 1000})).contains("must be positive")
+        );
+        assert!(
+            build_error(json!({"max_bytes": 10, "timeout_ms": 1000, "max_redirects": 21}))
+                .contains("above 20")
+        );
+        assert!(
+            build_error(json!({"max_bytes": 10, "timeout_ms": 1000, "over_cap": "drop"}))
+                .contains("unknown variant")
+        );
+        assert!(
+            build_error(json!({"max_bytes": 10, "timeout_ms": 1000, "method_param": "verb"}))
+                .contains("no input parameter `verb`")
+        );
+        let ok = json!({"max_bytes": 10, "timeout_ms": 1000, "method_param": "method",
+            "headers_param": "headers", "body_param": "body"});
+        assert!(build_error(ok).contains("service"));
     }
 }

@@ -5,19 +5,18 @@
 //! No parameters.
 
 use async_trait::async_trait;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
-use super::market_common::{iso, jnum, missing, respond_market, round};
-use crate::market::funding::{Funding, FundingSet};
+use crate::market::funding::FundingSet;
 use crate::market::Fresh;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "funding",
     phase: Phase::Work,
     payment: false,
-    needs: &["funding_rates"],
+    needs: &[Artefact::of::<Fresh<FundingSet>>("funding_rates")],
     gives: &[],
     errors: &[],
     doc: "BTC/ETH/SOL funding: rate, interval, 8h-normalised, annualised, next time, venue",
@@ -37,26 +36,10 @@ fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     Ok(Arc::new(FundingStage))
 }
 
-/// One asset's funding as JSON (also used by /api/signals).
-pub fn funding_json(f: &Funding) -> Value {
-    json!({
-        "venue": f.venue,
-        "instrument": f.instrument,
-        "rate": jnum(f.rate),
-        "ratePct": jnum(round(f.rate * 100.0, 6)),
-        "intervalHours": jnum(f.interval_hours),
-        "rate8h": jnum(round(f.rate_8h(), 10)),
-        "rate8hPct": jnum(round(f.rate_8h() * 100.0, 6)),
-        "annualizedPct": jnum(round(f.annualized_pct(), 4)),
-        "nextFundingTime": iso(f.next_funding),
-        "payer": if f.rate > 0.0 { "longs" } else if f.rate < 0.0 { "shorts" } else { "none" },
-    })
-}
-
 pub fn funding_body(set: &FundingSet) -> Value {
     let mut out = Map::new();
     for f in &set.rates {
-        out.insert(f.symbol.to_string(), funding_json(f));
+        out.insert(f.symbol.to_string(), f.to_json());
     }
     let venue = set.rates.first().map(|f| f.venue).unwrap_or("");
     out.insert("venue".into(), Value::String(venue.into()));
@@ -69,9 +52,44 @@ pub fn funding_body(set: &FundingSet) -> Value {
 impl Stage for FundingStage {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(fresh) = ex.slots.get::<Fresh<FundingSet>>().cloned() else {
-            return missing(ex, "funding rates");
+            return ex.missing("funding rates");
         };
         let body = funding_body(&fresh.value);
-        respond_market(ex, body, fresh.taken)
+        ex.respond_ok_as_of(body, fresh.taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::funding::Funding;
+    use chrono::{TimeZone, Utc};
+
+    #[test]
+    fn the_answer_has_one_key_per_asset_then_venue_source_and_method() {
+        let set = FundingSet {
+            upstream: "okx".into(),
+            rates: vec![Funding {
+                symbol: "BTC",
+                venue: "okx",
+                instrument: "BTC-USDT-SWAP".into(),
+                rate: 0.0001,
+                interval_hours: 8.0,
+                next_funding: Utc.with_ymd_and_hms(2026, 11, 22, 8, 0, 0).unwrap(),
+                mark_price: None,
+            }],
+        };
+        let body = funding_body(&set);
+        let keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["BTC", "venue", "dataSource", "methodology"]);
+        assert_eq!(body["BTC"]["payer"], "longs");
+        assert_eq!(body["BTC"]["nextFundingTime"], "2026-11-22T08:00:00.000Z");
+        assert_eq!(body["venue"], "okx");
+        assert_eq!(body["dataSource"], "okx");
     }
 }

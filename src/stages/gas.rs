@@ -19,20 +19,20 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::market_common::{
-    missing, respond_market, round, upstream_failure, NetworkParams, MAX_TTL_S, MIN_TTL_S,
-    UPSTREAM_ERRORS,
-};
+use crate::market::format::round;
 use crate::market::gas::{self, cost_usd, gwei, L1Sizes, NetworkGas, TIER_NAMES};
+use crate::market::networks::NetworkParams;
+use crate::market::source::{MAX_TTL_S, MIN_TTL_S};
 use crate::market::spot::SpotSet;
+use crate::market::UPSTREAM_ERRORS;
 use crate::market::{first_ok, Fresh, Limits, MarketHub};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "gas",
     phase: Phase::Work,
     payment: false,
-    needs: &["spot_prices"],
+    needs: &[Artefact::of::<Fresh<SpotSet>>("spot_prices")],
     gives: &[],
     errors: UPSTREAM_ERRORS,
     doc: "gas tiers from eth_feeHistory, USD transfer costs, L1 data fee on OP-stack networks",
@@ -165,10 +165,10 @@ fn network_json(n: &NetworkParams, g: &NetworkGas, units: Pair<u64>, eth_usd: f6
 impl Stage for Gas {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(spot) = ex.slots.get::<Fresh<SpotSet>>().cloned() else {
-            return missing(ex, "spot prices");
+            return ex.missing("spot prices");
         };
         let Some(eth_usd) = spot.value.price("ETH") else {
-            return missing(ex, "the ETH price");
+            return ex.missing("the ETH price");
         };
         let hub = &*self.hub;
         let limits = Limits {
@@ -207,7 +207,15 @@ impl Stage for Gas {
         for (n, r) in self.p.networks.iter().zip(results) {
             let g = match r {
                 Ok(g) => g,
-                Err(e) => return upstream_failure(ex, &e),
+                Err(e) => {
+                    return ex.fail_upstream(
+                        e.status(),
+                        e.code(),
+                        &e.to_string(),
+                        &e.upstream,
+                        e.retry_after_s(),
+                    )
+                }
             };
             taken = taken.min(g.taken);
             sources.insert(n.name.clone(), Value::String(g.value.upstream.clone()));
@@ -233,7 +241,7 @@ impl Stage for Gas {
         );
         out.insert("dataSource".into(), Value::Object(sources));
         out.insert("methodology".into(), Value::String(METHODOLOGY.into()));
-        respond_market(ex, Value::Object(out), taken)
+        ex.respond_ok_as_of(Value::Object(out), taken)
     }
 }
 

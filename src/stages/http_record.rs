@@ -11,15 +11,19 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::net::request_headers::HEADER_ALLOWLIST;
+use crate::net::{FetchLimits, Fetched};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "http_record",
     phase: Phase::Work,
     payment: false,
-    needs: &["fetched"],
-    gives: &["output"],
+    needs: &[
+        Artefact::of::<Fetched>("fetched"),
+        Artefact::of::<FetchLimits>("fetch_limits"),
+    ],
+    gives: &[],
     doc: "the upstream status, headers and body as a JSON record",
     errors: &[],
     build,
@@ -44,49 +48,34 @@ const HOP_BY_HOP: &[&str] = &[
 #[serde(deny_unknown_fields)]
 struct Params {}
 
-struct HttpRecord {
-    methodology: Value,
+struct HttpRecord;
+
+fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
+    let _: Params = params(p)?;
+    Ok(Arc::new(HttpRecord))
 }
 
-fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
-    let _: Params = params(p)?;
-    let caps = ctx
-        .config
-        .pipelines
-        .get(&ctx.route.pipeline)
-        .and_then(|pl| pl.stages.iter().find(|s| s.name == "fetch"))
-        .map(|s| {
-            let mut v = s.params.clone();
-            if let (Value::Object(m), Some((Value::Object(o), _))) =
-                (&mut v, ctx.route.caps.get("fetch"))
-            {
-                for (k, x) in o {
-                    m.insert(k.clone(), x.clone());
-                }
-            }
-            v
-        })
-        .unwrap_or(Value::Null);
-    Ok(Arc::new(HttpRecord {
-        methodology: json!({
-            "maxResponseBytes": caps.get("max_bytes"),
-            "maxRequestBytes": ctx.route.max_request_bytes,
-            "timeoutMs": caps.get("timeout_ms"),
-            "maxRedirects": caps.get("max_redirects"),
-            "schemes": ["http", "https"],
-            "blocked": "private, loopback, link-local, CGNAT, multicast, reserved and cloud-metadata addresses, checked on every DNS answer and redirect hop",
-            "cookies": "never sent; Set-Cookie removed from the reply",
-            "requestHeaders": format!(
-                "only these names: {}; on a redirect to another origin only {} are kept",
-                super::fetch::HEADER_ALLOWLIST.join(", "),
-                crate::net::client::CROSS_ORIGIN_HEADERS.join(", ")
-            ),
-            "responseHeaders": "lower-case names; Set-Cookie and hop-by-hop headers removed; repeated headers joined with \", \"",
-            "bodyEncoding": "text when the content is textual UTF-8, else base64",
-            "truncation": "a body streamed past the cap is cut there (truncated: true); a declared Content-Length over the cap is refused with 413",
-            "billing": "charged whenever the upstream answered, whatever its status; transport failures (502/504) and refusals are not charged",
-        }),
-    }))
+/// How the record was made, for the caller: the route's limits (as its fetch applies them,
+/// null when it has none), the request-header allowlist and the rules of the record.
+fn methodology(limits: Option<&FetchLimits>, max_request_bytes: usize) -> Value {
+    json!({
+        "maxResponseBytes": limits.map(|l| l.max_bytes),
+        "maxRequestBytes": max_request_bytes,
+        "timeoutMs": limits.map(|l| l.timeout_ms),
+        "maxRedirects": limits.map(|l| l.max_redirects),
+        "schemes": ["http", "https"],
+        "blocked": "private, loopback, link-local, CGNAT, multicast, reserved and cloud-metadata addresses, checked on every DNS answer and redirect hop",
+        "cookies": "never sent; Set-Cookie removed from the reply",
+        "requestHeaders": format!(
+            "only these names: {}; on a redirect to another origin only {} are kept",
+            HEADER_ALLOWLIST.join(", "),
+            crate::net::client::CROSS_ORIGIN_HEADERS.join(", ")
+        ),
+        "responseHeaders": "lower-case names; Set-Cookie and hop-by-hop headers removed; repeated headers joined with \", \"",
+        "bodyEncoding": "text when the content is textual UTF-8, else base64",
+        "truncation": "a body streamed past the cap is cut there (truncated: true); a declared Content-Length over the cap is refused with 413",
+        "billing": "charged whenever the upstream answered, whatever its status; transport failures (502/504) and refusals are not charged",
+    })
 }
 
 /// True for content types whose bytes are meant to be read as text.
@@ -174,7 +163,7 @@ impl Stage for HttpRecord {
             "truncated": r.truncated,
             "bytesRead": r.bytes_read,
             "redirects": r.redirects.iter().map(|u| u.as_str()).collect::<Vec<_>>(),
-            "methodology": self.methodology,
+            "methodology": methodology(ex.slots.get::<FetchLimits>(), ex.route.max_request_bytes),
         });
         ex.respond_ok(record)
     }

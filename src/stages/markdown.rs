@@ -2,7 +2,7 @@
 //! of its main content (title, article, links made absolute; navigation and boilerplate gone);
 //! text/plain, JSON and markdown pass through. Anything else is 415, not charged.
 //!
-//! The conversion itself is `doc::fetch_markdown::page_text` (shared with `search`); it runs on
+//! The conversion itself is `doc::page_text::page_text` (shared with `search`); it runs on
 //! the blocking pool so a large page never stalls other requests.
 //!
 //! Parameters:
@@ -16,7 +16,7 @@
 //!   0.01–0.13 nodes per byte (441 corpus pages, none refused).
 //!
 //! - `max_concurrent` (4), `queue` (16), `queue_wait_ms` (4000): pages converted at once on
-//!   this route, callers allowed to wait for a turn and for how long (`super::parse_slots`);
+//!   this route, callers allowed to wait for a turn and for how long (`pipeline::parse_slots`);
 //!   past them 503 `parser_busy` with `Retry-After`.
 //!
 //! Every refusal is an error (status ≥ 400): not charged.
@@ -28,18 +28,18 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
-use crate::doc::fetch_markdown::{check_type, page_text, PageError, PageText};
+use crate::doc::page_text::{check_type, page_text, PageError, PageText};
 use crate::doc::parse::{Budget, Refused};
-use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::net::Fetched;
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "markdown",
     phase: Phase::Work,
     payment: false,
-    needs: &["fetched"],
-    gives: &["output"],
+    needs: &[Artefact::of::<Fetched>("fetched")],
+    gives: &[],
     doc: "HTML main content → markdown; text, JSON and markdown pass through; other types 415",
     errors: &[
         (
@@ -140,7 +140,7 @@ fn build(_ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     }))
 }
 
-pub use crate::doc::fetch_markdown::{decode_text, kind_of, Kind};
+pub use crate::doc::page_text::{decode_text, kind_of, Kind};
 
 #[async_trait]
 impl Stage for Markdown {
@@ -237,5 +237,25 @@ impl Stage for Markdown {
             }
         }
         ex.respond_ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_build_and_budgets_must_be_positive() {
+        with_shipped_route("/api/fetch", |ctx| {
+            assert!(build(ctx, Value::Null).is_ok());
+            let e = build(ctx, json!({"budget_ms": 0})).err().unwrap();
+            assert!(e.contains("must be positive"), "{e}");
+            let e = build(ctx, json!({"max_concurrent": 0})).err().unwrap();
+            assert!(e.contains("max_concurrent"), "{e}");
+            let e = build(ctx, json!({"max_char": 10})).err().unwrap();
+            assert!(e.contains("unknown field"), "{e}");
+        });
     }
 }

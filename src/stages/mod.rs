@@ -1,5 +1,8 @@
 //! One module per stage, named as in pipelines/*.yaml, and the registry that maps those names
 //! to factories. Adding a stage = one module + one line in `REGISTRY` + tests in the module.
+//! Stages that differ only in what they read share one module (`market_source`: spot_prices,
+//! funding_rates, yield_pools). Stages never import each other: they meet through the
+//! Exchange, and what they share lives in the domain modules (market/, net/, audit/, doc/).
 //! The three payment stages (payment_gate, bill, settle) live with the rest of the money path in
 //! `crate::payment`.
 
@@ -8,7 +11,6 @@ pub mod extract;
 pub mod fetch;
 pub mod http_record;
 pub mod markdown;
-pub mod parse_slots;
 pub mod pdf_text;
 pub mod screenshot;
 pub mod search;
@@ -18,14 +20,11 @@ pub mod url_guard;
 pub mod x402_check;
 
 pub mod funding;
-pub mod funding_rates;
 pub mod gas;
-pub mod market_common;
+pub mod market_source;
 pub mod portfolio;
 pub mod pulse;
 pub mod signals;
-pub mod spot_prices;
-pub mod yield_pools;
 pub mod yields;
 
 use crate::payment::{bill, gate as payment_gate, settle};
@@ -46,16 +45,54 @@ pub static REGISTRY: &[StageFactory] = &[
     static_file::FACTORY,
     static_file::OWN_FILE,
     search::FACTORY,
-    spot_prices::FACTORY,
+    market_source::SPOT_PRICES,
     pulse::FACTORY,
-    funding_rates::FACTORY,
+    market_source::FUNDING_RATES,
     funding::FACTORY,
     signals::FACTORY,
     gas::FACTORY,
     portfolio::FACTORY,
-    yield_pools::FACTORY,
+    market_source::YIELD_POOLS,
     yields::FACTORY,
     x402_check::FACTORY,
     bazaar_check::FACTORY,
     screenshot::FACTORY,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::REGISTRY;
+    use crate::pipeline::chain::PAID_ARTEFACTS;
+
+    /// An artefact nobody reads is a declaration that says nothing (the route's reply is not an
+    /// artefact: docs/decisions.md#artefacts). A paid chain's own artefacts are read by the
+    /// chain check and the server.
+    #[test]
+    fn every_artefact_given_is_needed_by_a_stage_or_the_paid_chain() {
+        for f in REGISTRY {
+            for given in f.gives {
+                let needed = REGISTRY
+                    .iter()
+                    .any(|other| other.needs.iter().any(|n| n.is(given)));
+                assert!(
+                    needed || PAID_ARTEFACTS.contains(&given.name),
+                    "`{}` gives `{given:?}`, which no stage needs",
+                    f.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_artefact_needed_is_given_by_a_stage_with_its_type() {
+        for f in REGISTRY {
+            for need in f.needs {
+                assert!(
+                    REGISTRY.iter().any(|other| other.gives.iter().any(|g| g.is(need))),
+                    "`{}` needs `{need:?}`, which no stage gives",
+                    f.name
+                );
+            }
+        }
+    }
+}

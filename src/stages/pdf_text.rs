@@ -3,7 +3,7 @@
 //! `max_chars` characters over all pages) and the metadata come from `crate::pdf`.
 //!
 //! The parse runs on the blocking pool, at most `max_concurrent` parses at once on this route
-//! (`super::parse_slots`), so a slow PDF never stalls the async workers; its budget
+//! (`pipeline::parse_slots`), so a slow PDF never stalls the async workers; its budget
 //! (`parse_budget_ms`) is enforced inside the parse. When it runs out after some text, the
 //! partial text is returned with `truncated: true` (charged); before any text, 504.
 //! Encrypted, corrupt and image-only files are 422 with `pdf_encrypted`, `pdf_corrupt`,
@@ -26,17 +26,17 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::parse_slots::{busy_reply, ParseSlots, SlotLimits};
+use crate::net::Fetched;
 use crate::pdf::{self, PdfError, Truncation};
-use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::parse_slots::{busy_reply, ParseSlots, SlotLimits};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "pdf_text",
     phase: Phase::Work,
     payment: false,
-    needs: &["fetched"],
-    gives: &["output"],
+    needs: &[Artefact::of::<Fetched>("fetched")],
+    gives: &[],
     doc: "PDF → text per page in reading order plus metadata (Info and XMP); parse budget enforced inside the work",
     errors: &[
         (415, "The file is not a PDF (it does not start with %PDF-): not_a_pdf"),
@@ -240,5 +240,29 @@ impl Stage for PdfText {
         out.insert("bytesRead".into(), json!(f.response.bytes_read));
         out.insert("elapsedMs".into(), json!(ex.elapsed_ms()));
         ex.respond_ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_build_and_limits_must_be_positive() {
+        with_shipped_route("/api/pdf", |ctx| {
+            assert!(build(ctx, Value::Null).is_ok());
+            let e = build(ctx, json!({"max_pages": 0})).err().unwrap();
+            assert!(e.contains("must be positive"), "{e}");
+            let e = build(ctx, json!({"queue": 100000})).err().unwrap();
+            assert!(e.contains("queue"), "{e}");
+        });
+    }
+
+    #[test]
+    fn absent_metadata_is_null() {
+        assert_eq!(opt(&None), Value::Null);
+        assert_eq!(opt(&Some("A title".into())), json!("A title"));
     }
 }

@@ -19,20 +19,22 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::market_common::{
-    missing, respond_market, round, upstream_failure, NetworkParams, MAX_TTL_S, MIN_TTL_S,
-    UPSTREAM_ERRORS,
-};
+use crate::market::format::round;
+use crate::market::networks::NetworkParams;
 use crate::market::portfolio::{self, format_units, Position, RiskRules, TokenSpec};
+use crate::market::source::{MAX_TTL_S, MIN_TTL_S};
 use crate::market::spot::SpotSet;
+use crate::market::UPSTREAM_ERRORS;
 use crate::market::{first_ok, Fresh, Limits, MarketHub};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "portfolio",
     phase: Phase::Work,
     payment: false,
-    needs: &["spot_prices"],
+    needs: &[Artefact::of::<Fresh<SpotSet>>("spot_prices")],
     gives: &[],
     errors: UPSTREAM_ERRORS,
     doc: "address balances (native + tokens via Multicall3), tx count, contract check, USD values, risk flags",
@@ -157,10 +159,10 @@ impl Stage for Portfolio {
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(spot) = ex.slots.get::<Fresh<SpotSet>>().cloned() else {
-            return missing(ex, "spot prices");
+            return ex.missing("spot prices");
         };
         let Some(address) = ex.input_str(&self.p.address_param).map(str::to_string) else {
-            return missing(ex, "the address");
+            return ex.missing("the address");
         };
         if !valid_address(&address) {
             return ex.fail(
@@ -214,7 +216,15 @@ impl Stage for Portfolio {
         for (n, r) in self.p.networks.iter().zip(results) {
             let fresh = match r {
                 Ok(f) => f,
-                Err(e) => return upstream_failure(ex, &e),
+                Err(e) => {
+                    return ex.fail_upstream(
+                        e.status(),
+                        e.code(),
+                        &e.to_string(),
+                        &e.upstream,
+                        e.retry_after_s(),
+                    )
+                }
             };
             taken = taken.min(fresh.taken);
             let o = &fresh.value;
@@ -300,6 +310,40 @@ impl Stage for Portfolio {
             "dataSource": sources,
             "methodology": self.methodology(),
         });
-        respond_market(ex, body, taken)
+        ex.respond_ok_as_of(body, taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn networks_are_required_and_risk_settings_bounded() {
+        with_shipped_route("/api/portfolio", |ctx| {
+            let e = build(ctx, json!({})).err().unwrap();
+            assert!(e.contains("missing field `networks`"), "{e}");
+            let e = build(
+                ctx,
+                json!({"networks": [], "high_concentration_pct": 101.0}),
+            )
+            .err()
+            .unwrap();
+            assert!(
+                e.contains("MarketHub") || e.contains("high_concentration_pct"),
+                "{e}"
+            );
+        });
+    }
+
+    #[test]
+    fn addresses_are_evm_addresses() {
+        assert!(valid_address("0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3"));
+        assert!(!valid_address("0xdF1D7b5C"));
+        assert!(!valid_address(
+            "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1"
+        ));
     }
 }

@@ -14,16 +14,16 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use super::market_common::{jopt, missing, respond_market, round};
+use crate::market::format::{iso, jopt, round};
 use crate::market::spot::{Spot, SpotSet};
 use crate::market::Fresh;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "pulse",
     phase: Phase::Work,
     payment: false,
-    needs: &["spot_prices"],
+    needs: &[Artefact::of::<Fresh<SpotSet>>("spot_prices")],
     gives: &[],
     errors: &[],
     doc: "BTC/ETH/SOL spot, 24h change/high/low/volume and momentum direction (from spot_prices)",
@@ -106,10 +106,7 @@ pub fn pulse_body(set: &SpotSet, band: f64, taken: DateTime<Utc>) -> Value {
         }),
     );
     out.insert("dataSource".into(), Value::String(set.upstream.clone()));
-    out.insert(
-        "dataTakenAt".into(),
-        Value::String(super::market_common::iso(taken)),
-    );
+    out.insert("dataTakenAt".into(), Value::String(iso(taken)));
     out.insert(
         "methodology".into(),
         Value::String(format!(
@@ -127,10 +124,10 @@ pub fn pulse_body(set: &SpotSet, band: f64, taken: DateTime<Utc>) -> Value {
 impl Stage for Pulse {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(fresh) = ex.slots.get::<Fresh<SpotSet>>().cloned() else {
-            return missing(ex, "spot prices");
+            return ex.missing("spot prices");
         };
         let body = pulse_body(&fresh.value, self.band, fresh.taken);
-        respond_market(ex, body, fresh.taken)
+        ex.respond_ok_as_of(body, fresh.taken)
     }
 }
 

@@ -30,14 +30,16 @@ use std::time::Duration;
 use crate::browser::{
     self, Browsers, Format, Pool, PoolConfig, PoolError, RenderError, RenderLimits, ShotRequest,
 };
-use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::net::Fetched;
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "screenshot",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
+    needs: &[Artefact::of::<url::Url>("target")],
     gives: &[],
     doc:
         "render the target in a pooled headless chromium behind the guarded proxy; base64 PNG/JPEG",
@@ -309,5 +311,31 @@ impl Stage for Screenshot {
                 ex.fail(status, code, format!("{e}; you were not charged"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn pool_settings_are_bounded() {
+        with_shipped_route("/api/screenshot", |ctx| {
+            let e = build(ctx, json!({"pool_size": 0})).err().unwrap();
+            assert!(e.contains("pool_size"), "{e}");
+            let e = build(ctx, json!({"max_uses": 0})).err().unwrap();
+            assert!(e.contains("max_uses"), "{e}");
+        });
+    }
+
+    #[test]
+    fn an_unavailable_renderer_is_a_503_not_charged() {
+        let r = unavailable("chromium missing".into());
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+        let body = r.body_json().unwrap();
+        assert_eq!(body["error"], "screenshot_unavailable");
+        assert!(body["message"].as_str().unwrap().ends_with("not charged"));
     }
 }

@@ -1,6 +1,6 @@
 //! `search`: /api/search (docs/search.md). Asks the configured search provider for the query,
 //! then fetches the top n result pages concurrently through the guarded client and turns each
-//! into markdown with /api/fetch's transform (`doc::fetch_markdown`).
+//! into markdown with /api/fetch's transform (`doc::page_text`).
 //!
 //! - Input: `q` (required), `n` (pages, default 3), optional `country`, `lang`, `freshness`
 //!   (day|week|month|year). An option the provider cannot honour is 400 naming the provider,
@@ -25,7 +25,7 @@
 //! `page_timeout_ms` (8000), `page_max_chars` (12000), `max_redirects` (3), `concurrency`
 //! (pages fetched at once per request, 5), `parse_concurrent` (4), `parse_queue` (16),
 //! `parse_queue_wait_ms` (2000): fetched pages converted at once over all of the route's calls,
-//! pages allowed to wait for a turn and for how long (`super::parse_slots`). A page that gets
+//! pages allowed to wait for a turn and for how long (`pipeline::parse_slots`). A page that gets
 //! no turn is reported failed with `parser_busy`, as any other failed page (the call is still
 //! charged when the provider returned results).
 
@@ -38,9 +38,9 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::parse_slots::{ParseSlots, SlotLimits};
-use crate::doc::fetch_markdown::{check_type, page_text};
+use crate::doc::page_text::{check_type, page_text};
 use crate::net::{FetchRequest, GuardedClient, OverCap};
+use crate::pipeline::parse_slots::{ParseSlots, SlotLimits};
 use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 use crate::search::{
     default_key_env, provider, Freshness, Hit, Provider, ProviderClient, ProviderError, Query,
@@ -51,7 +51,7 @@ pub const FACTORY: StageFactory = StageFactory {
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     doc: "web search through the configured provider, then the top n pages fetched in parallel as markdown",
     errors: &[
         (400, "Missing or too long q, bad n, or an option the configured provider does not support or refused (rejected_by_provider)"),
@@ -342,7 +342,8 @@ impl Search {
         let slot = match self.parses.acquire().await {
             Ok(s) => s,
             Err(busy) => {
-                let why = super::parse_slots::busy_message(busy, "pages", self.parses.limits());
+                let why =
+                    crate::pipeline::parse_slots::busy_message(busy, "pages", self.parses.limits());
                 return with_answer(Page::failed("parser_busy", why));
             }
         };

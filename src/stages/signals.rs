@@ -4,7 +4,7 @@
 //!
 //! Parameters:
 //! - `upstreams` (default `[coinbase_exchange]`), `ttl_s` (15–300), `timeout_ms`, `max_bytes`:
-//!   the candle source, as in `market_common::SourceParams`.
+//!   the candle source, as in `market::SourceParams`.
 //! - `interval_param` (default `interval`): the input parameter naming the candle interval
 //!   (1m, 5m, 15m, 1h, 6h, 1d); `default_interval` (default `1h`) when the route has none.
 //! - `min_candles` (default 100): fewer candles than this is a 502 (RSI and MACD are not yet
@@ -17,22 +17,19 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use super::funding::funding_json;
-use super::market_common::{
-    iso, jnum, missing, respond_market, round, upstream_failure, SourceParams, UPSTREAM_ERRORS,
-};
 use crate::market::candles::{self, Candle};
+use crate::market::format::{iso, jnum, round};
 use crate::market::funding::FundingSet;
 use crate::market::indicators::{bollinger, macd, rsi_wilder, Bollinger, Macd};
 use crate::market::spot::ASSETS;
-use crate::market::{first_ok, Fresh, MarketHub, UpstreamError};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::market::{first_ok, Fresh, MarketHub, SourceParams, UpstreamError, UPSTREAM_ERRORS};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "signals",
     phase: Phase::Work,
     payment: false,
-    needs: &["funding_rates"],
+    needs: &[Artefact::of::<Fresh<FundingSet>>("funding_rates")],
     gives: &[],
     errors: UPSTREAM_ERRORS,
     doc: "RSI(14 Wilder), MACD(12,26,9), Bollinger(20,2) from Coinbase candles, plus funding",
@@ -267,7 +264,10 @@ fn body(candles: &CandleSet, funding: &FundingSet, interval: &str) -> Result<Val
             );
             o.insert(
                 "funding".into(),
-                funding.get(symbol).map(funding_json).unwrap_or(Value::Null),
+                funding
+                    .get(symbol)
+                    .map(|f| f.to_json())
+                    .unwrap_or(Value::Null),
             );
         }
         out.insert(symbol.to_string(), v);
@@ -289,7 +289,7 @@ fn older(a: DateTime<Utc>, b: DateTime<Utc>) -> DateTime<Utc> {
 impl Stage for Signals {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(funding) = ex.slots.get::<Fresh<FundingSet>>().cloned() else {
-            return missing(ex, "funding rates");
+            return ex.missing("funding rates");
         };
         let interval = ex
             .input_str(&self.interval_param)
@@ -307,11 +307,25 @@ impl Stage for Signals {
         };
         let candles = match self.candles(&interval, gran).await {
             Ok(c) => c,
-            Err(e) => return upstream_failure(ex, &e),
+            Err(e) => {
+                return ex.fail_upstream(
+                    e.status(),
+                    e.code(),
+                    &e.to_string(),
+                    &e.upstream,
+                    e.retry_after_s(),
+                )
+            }
         };
         match body(&candles.value, &funding.value, &interval) {
-            Ok(b) => respond_market(ex, b, older(candles.taken, funding.taken)),
-            Err(e) => upstream_failure(ex, &e),
+            Ok(b) => ex.respond_ok_as_of(b, older(candles.taken, funding.taken)),
+            Err(e) => ex.fail_upstream(
+                e.status(),
+                e.code(),
+                &e.to_string(),
+                &e.upstream,
+                e.retry_after_s(),
+            ),
         }
     }
 }

@@ -23,15 +23,18 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::net::FetchResponse;
-use crate::pipeline::artefacts::Fetched;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::net::Fetched;
+use crate::pipeline::chain::with_route_caps;
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "static_file",
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["output"],
+    gives: &[],
     errors: &[],
     doc: "answer a fixed file read at startup, with a fixed content type",
     build,
@@ -41,8 +44,8 @@ pub const OWN_FILE: StageFactory = StageFactory {
     name: "own_file",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
-    gives: &[],
+    needs: &[Artefact::of::<url::Url>("target")],
+    gives: &[Artefact::of::<Fetched>("fetched")],
     errors: &[],
     doc: "demo runs: a target served by this service's own static_file routes is read from disk, not fetched",
     build: build_own,
@@ -138,14 +141,7 @@ fn own_files(config: &Config) -> HashMap<String, Arc<StaticFile>> {
             continue;
         };
         for sref in pipeline.stages.iter().filter(|s| s.name == "static_file") {
-            let mut v = sref.params.clone();
-            if let (Value::Object(base), Some((Value::Object(over), _))) =
-                (&mut v, route.caps.get("static_file"))
-            {
-                for (k, val) in over {
-                    base.insert(k.clone(), val.clone());
-                }
-            }
+            let v = with_route_caps(route, &sref.name, sref.params.clone());
             // A file that cannot be loaded is its own route's error (static_file); reporting it
             // again here for every route with own_file would be a cascade.
             let Ok(p) = params::<Params>(v) else {
@@ -208,5 +204,33 @@ impl Stage for OwnFile {
             },
         });
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params_for(file: &str) -> Params {
+        Params {
+            file: file.into(),
+            content_type: "text/html".into(),
+            max_age_s: 60,
+            max_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn a_missing_or_oversized_file_is_a_startup_error_with_its_fix() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let Err(e) = load(root, &params_for("no/such/file.html")) else {
+            panic!("a missing file loads")
+        };
+        assert!(e.contains("not found"), "{e}");
+        assert!(e.contains(crate::pipeline::chain::BUILD_FIX), "{e}");
+        let Err(e) = load(root, &params_for("Cargo.toml")) else {
+            panic!("an oversized file loads")
+        };
+        assert!(e.contains("over max_bytes 10"), "{e}");
     }
 }

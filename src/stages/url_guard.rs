@@ -14,14 +14,16 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use crate::net::{FetchError, Guard};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "url_guard",
     phase: Phase::Work,
     payment: false,
     needs: &[],
-    gives: &["target"],
+    gives: &[Artefact::of::<url::Url>("target")],
     doc: "parse the caller's URL and refuse private, loopback, link-local and metadata targets",
     errors: &[(
         400,
@@ -112,5 +114,25 @@ impl Stage for UrlGuard {
                 Flow::Reply
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    fn build_error(p: Value) -> String {
+        with_shipped_route("/api/fetch", |ctx| build(ctx, p).err().unwrap_or_default())
+    }
+
+    #[test]
+    fn parameters_are_strict_and_name_inputs_of_the_route() {
+        assert!(build_error(json!({"param": "nope"})).contains("no input parameter `nope`"));
+        assert!(build_error(json!({"skip_if_param": "nope"})).contains("no input parameter `nope`"));
+        assert!(build_error(json!({"parm": "url"})).contains("unknown field"));
+        // Good parameters: only the guard service is missing in a unit test.
+        assert!(build_error(json!({})).contains("service"));
     }
 }

@@ -28,17 +28,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::challenge::{analyse_with, bound_findings, Level, Limits, ProbeView};
-use crate::audit::onchain::Rpc;
+use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::audit::{fit_report, pay_to_types, probe, Rpcs};
 use crate::net::{FetchError, Guard, GuardedClient};
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "x402_check",
     phase: Phase::Work,
     payment: false,
-    needs: &["target"],
-    gives: &["output"],
+    needs: &[Artefact::of::<url::Url>("target")],
+    gives: &[],
     doc: "one unpaid probe of an x402 endpoint; challenge, offers, payTo type and pass/warn/fail checks",
     errors: &[
         (400, "A redirect to a refused (private, loopback, metadata) target"),
@@ -59,7 +61,7 @@ struct Params {
     max_redirects: u32,
     #[serde(default = "default_max_bytes")]
     max_bytes: usize,
-    #[serde(default = "default_rpcs")]
+    #[serde(default = "default_rpc_upstreams")]
     rpcs: BTreeMap<String, String>,
     #[serde(default = "default_rpc_timeout")]
     rpc_timeout_ms: u64,
@@ -96,12 +98,6 @@ fn default_redirects() -> u32 {
 fn default_max_bytes() -> usize {
     64 * 1024
 }
-pub(crate) fn default_rpcs() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("eip155:8453".to_string(), "base_rpc".to_string()),
-        ("eip155:1".to_string(), "eth_rpc".to_string()),
-    ])
-}
 fn default_rpc_timeout() -> u64 {
     3000
 }
@@ -112,34 +108,6 @@ struct X402Check {
     guard: Arc<Guard>,
     rpcs: Rpcs,
     methodology: Value,
-}
-
-/// Builds the RPC list from a network → upstream-name map (shared with bazaar_check).
-pub(crate) fn build_rpcs(
-    ctx: &BuildCtx<'_>,
-    map: &BTreeMap<String, String>,
-    client: &Arc<GuardedClient>,
-    timeout: Duration,
-) -> Result<Rpcs, String> {
-    let mut rpcs = Vec::new();
-    for (net, name) in map {
-        if !crate::audit::networks::is_caip2(net) || !net.starts_with("eip155:") {
-            return Err(format!("rpcs: `{net}` is not an eip155 CAIP-2 network id"));
-        }
-        let url = ctx.config.upstreams.get(name).ok_or_else(|| {
-            format!("rpcs: upstream `{name}` is not defined in routes.yaml `upstreams:`")
-        })?;
-        rpcs.push((
-            net.clone(),
-            Rpc {
-                name: name.clone(),
-                url: url.clone(),
-                client: client.clone(),
-                timeout,
-            },
-        ));
-    }
-    Ok(rpcs)
 }
 
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
@@ -157,8 +125,8 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         return Err("timeout_ms and max_bytes must be positive, max_redirects at most 20".into());
     }
     let client = ctx.services.need::<GuardedClient>()?;
-    let rpcs = build_rpcs(
-        ctx,
+    let rpcs = rpcs_from_upstreams(
+        &ctx.config.upstreams,
         &p.rpcs,
         &client,
         Duration::from_millis(p.rpc_timeout_ms),
@@ -310,5 +278,40 @@ impl Stage for X402Check {
             &["accepts", "resource", "discovery"],
         );
         ex.respond_ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_probe_method_is_get_or_post() {
+        assert_eq!(
+            probe_method(&input(json!({})), "method").unwrap(),
+            Method::GET
+        );
+        assert_eq!(
+            probe_method(&input(json!({"method": "post"})), "method").unwrap(),
+            Method::POST
+        );
+        let r = probe_method(&input(json!({"method": "PUT"})), "method").unwrap_err();
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert_eq!(r.body_json().unwrap()["error"], "invalid_parameter");
+    }
+
+    #[test]
+    fn a_failed_probe_is_never_charged_and_keeps_its_status() {
+        let timeout = FetchError::Timeout {
+            after: Duration::from_secs(8),
+        };
+        let (status, _, message) = probe_failure(&timeout);
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+        assert!(message.ends_with("you were not charged"), "{message}");
     }
 }

@@ -12,16 +12,18 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use super::market_common::{jopt, missing, respond_market, round};
+use crate::market::format::{jopt, round};
 use crate::market::yields::{rank, sustainable_apy, Filters, Pool, PoolList, TVL_FLOOR_USD};
 use crate::market::Fresh;
-use crate::pipeline::{params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "yields",
     phase: Phase::Work,
     payment: false,
-    needs: &["yield_pools"],
+    needs: &[Artefact::of::<Fresh<PoolList>>("yield_pools")],
     gives: &[],
     errors: &[],
     doc: "filter (chain, stablecoin, minTvl, limit) and rank yield pools by sustainable APY",
@@ -180,7 +182,7 @@ impl Stage for Yields {
             Err(m) => return ex.fail(StatusCode::BAD_REQUEST, "invalid_parameter", m),
         };
         let Some(fresh) = ex.slots.get::<Fresh<PoolList>>().cloned() else {
-            return missing(ex, "yield pools");
+            return ex.missing("yield pools");
         };
         let list = &fresh.value;
         let (matched, top) = rank(&list.pools, &f);
@@ -207,6 +209,33 @@ impl Stage for Yields {
             "dataSource": list.upstream,
             "methodology": methodology(self.p.max_apy_pct),
         });
-        respond_market(ex, body, fresh.taken)
+        ex.respond_ok_as_of(body, fresh.taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::chain::with_shipped_route;
+    use serde_json::json;
+
+    #[test]
+    fn limits_are_ordered_and_apy_cap_positive() {
+        with_shipped_route("/api/yield", |ctx| {
+            assert!(build(ctx, Value::Null).is_ok());
+            let e = build(ctx, json!({"default_limit": 0})).err().unwrap();
+            assert!(e.contains("default_limit"), "{e}");
+            let e = build(ctx, json!({"default_limit": 50, "max_limit": 10}))
+                .err()
+                .unwrap();
+            assert!(e.contains("default_limit"), "{e}");
+            let e = build(ctx, json!({"max_apy_pct": 0.0})).err().unwrap();
+            assert!(e.contains("max_apy_pct"), "{e}");
+        });
+    }
+
+    #[test]
+    fn the_methodology_names_the_apy_cap() {
+        assert!(methodology(500.0).contains("0 < apy <= 500%"));
     }
 }

@@ -19,6 +19,18 @@ pub enum Kind {
     Json,
 }
 
+impl Kind {
+    /// The content type its text is passed through as (`doc::passthrough`).
+    pub fn mime(self) -> &'static str {
+        match self {
+            Kind::Html => "text/html",
+            Kind::Text => "text/plain",
+            Kind::Markdown => "text/markdown",
+            Kind::Json => "application/json",
+        }
+    }
+}
+
 pub fn kind_of(content_type: &str, body: &[u8]) -> Option<Kind> {
     let ct = content_type.to_ascii_lowercase();
     let essence = ct.split(';').next().unwrap_or("").trim();
@@ -147,21 +159,21 @@ pub fn page_text(
             )
         }
         Kind::Json => (
-            passthrough("application/json", &text).unwrap_or(text),
+            passthrough(kind.mime(), &text).unwrap_or(text),
             None,
             None,
             None,
             "markdown",
         ),
         Kind::Markdown => (
-            passthrough("text/markdown", &text).unwrap_or(text),
+            passthrough(kind.mime(), &text).unwrap_or(text),
             None,
             None,
             None,
             "markdown",
         ),
         Kind::Text => (
-            passthrough("text/plain", &text).unwrap_or(text),
+            passthrough(kind.mime(), &text).unwrap_or(text),
             None,
             None,
             None,

@@ -1,4 +1,4 @@
-//! Input guard run before the HTML parser: bounds size and nesting depth.
+//! Input bounds applied before the HTML parser: size and nesting depth.
 //!
 //! html5ever's tree builder walks its stack of open elements for scope checks, so a page with
 //! 100 000 nested `<div>`s costs ~30 s and nested `<ul><li>` minutes (measured). This linear
