@@ -1,5 +1,5 @@
 //! Reading a third party's answer to one unpaid request: is it an x402 challenge, which version,
-//! where was it carried, what does it offer, and what is wrong with it (reference §8.2, §10.1).
+//! where was it carried, what does it offer, and what is wrong with it (x402 v2 PaymentRequired and the Bazaar extension).
 //!
 //! Pure: the probe is made elsewhere; this turns (status, headers, body, URLs) into a structured
 //! [`Analysis`] with a list of [`Check`]s, each with a stable id, a level, what was seen and how

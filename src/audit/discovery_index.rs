@@ -1,4 +1,4 @@
-//! Client of a public x402 discovery index (the CDP Bazaar API, reference §10.3): merchant
+//! Client of a public x402 discovery index (the CDP Bazaar API): merchant
 //! look-up by payTo (`GET {base}/discovery/merchant?payTo=&limit=&offset=`, pages of 100) and
 //! ranked search (`GET {base}/discovery/search?query=&limit=`). The base URL is the upstream
 //! `cdp_discovery` in routes.yaml.

@@ -1,4 +1,4 @@
-//! The networks and USDC deployments an x402 auditor must know (x402-v2-reference §3, §13):
+//! The networks and USDC deployments an x402 auditor must know:
 //! CAIP-2 ids, v1 short names, testnet or not, and USDC's address/mint with its EIP-712 domain.
 
 /// Address family of a network.
@@ -80,7 +80,7 @@ pub const NETWORKS: &[Network] = &[
     },
 ];
 
-/// v1 names seen in the wild that have no entry above (reference §3.1); `true` = testnet.
+/// v1 names seen in the wild that have no entry above (x402 v1 network names); `true` = testnet.
 pub const OTHER_V1_NAMES: &[(&str, bool)] = &[
     ("avalanche", false),
     ("avalanche-fuji", true),

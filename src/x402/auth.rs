@@ -1,5 +1,5 @@
 //! Coinbase CDP facilitator authentication: a fresh, short-lived JWT per HTTP request, bound
-//! to that request's method and URL (x402 reference §7.6, what `@coinbase/x402` does).
+//! to that request's method and URL (what `@coinbase/x402` does).
 //!
 //! Secrets come in the two forms CDP issues:
 //! * an EC P-256 key in PEM (SEC1 `EC PRIVATE KEY` or PKCS#8 `PRIVATE KEY`) → ES256;

@@ -1,7 +1,7 @@
 //! What to do with a decoded `PAYMENT-SIGNATURE` before calling the facilitator: check its
 //! shape, find which of our offers it accepted, and derive its replay / in-flight key.
 //!
-//! Matching rule (x402 reference §5.3, `@x402/core` 2.27 behaviour):
+//! Matching rule (the x402 v2 specification, as `@x402/core` 2.27 applies it):
 //! * `scheme`, `network`, `amount`, `maxTimeoutSeconds` must be exactly equal (amount as the
 //!   same decimal string, the timeout as the same integer);
 //! * `asset` and `payTo` must be equal, except that on `eip155:*` networks two `0x` + 40-hex
