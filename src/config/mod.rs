@@ -4,6 +4,7 @@
 //! each naming file:line:column and what to do about it. The environment may override the
 //! deployment settings (see `ENV_OVERRIDES`); the operator's file holds everything else.
 
+pub mod facilitators;
 pub mod hints;
 pub mod raw;
 
@@ -31,7 +32,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("PAYCALL_BACKUP_URL", "second base URL (service.backup_url)"),
     (
         "PAYCALL_FACILITATOR_URL",
-        "facilitator base URL (payment.facilitator.url)",
+        "facilitator base URL (payment.facilitator.url, or the first of payment.facilitators)",
     ),
     ("PAYCALL_EVM_PAY_TO", "receiving address for eip155 offers"),
     (
@@ -148,7 +149,12 @@ pub struct ServiceSettings {
 
 #[derive(Debug, Clone)]
 pub struct PaymentSettings {
+    /// The single facilitator, or the first (preferred) of `facilitators`.
     pub facilitator: FacilitatorSettings,
+    /// Every facilitator, in order of preference (one for the single form, named `default`).
+    pub facilitators: Vec<FacilitatorSettings>,
+    /// Their circuit breaker and health checks (`payment.failover`).
+    pub failover: facilitators::FailoverSettings,
     pub max_timeout_seconds: u64,
     pub accepts: Vec<AcceptOption>,
     /// /verify calls per minute per payer and per client address (0 = no limit).
@@ -174,6 +180,8 @@ pub enum FacilitatorAuthSetting {
 
 #[derive(Debug, Clone)]
 pub struct FacilitatorSettings {
+    /// `default` for the single form; the entry's `name` in `payment.facilitators`.
+    pub name: String,
     pub url: Url,
     pub verify_timeout: Duration,
     pub settle_timeout: Duration,
@@ -668,57 +676,15 @@ fn validate(
 
     // payment
     let p = file.payment;
-    let f = p.facilitator;
-    let fac_url = match env_nonempty(env, "PAYCALL_FACILITATOR_URL") {
-        Some(v) => parse_http_url(&v).unwrap_or_else(|e| {
-            r.at(f.url.referenced, format!("PAYCALL_FACILITATOR_URL: {e}"), "set it to the facilitator's base URL");
-            placeholder.clone()
-        }),
-        None => parse_http_url(&f.url.value).unwrap_or_else(|e| {
-            r.at(f.url.referenced, format!("payment.facilitator.url: {e}"), "use the facilitator's base URL, e.g. https://api.cdp.coinbase.com/platform/v2/x402");
-            placeholder.clone()
-        }),
-    };
-    let key_id = env_nonempty(env, "CDP_API_KEY_ID");
-    let key_secret = env_nonempty(env, "CDP_API_KEY_SECRET");
-    let auth = match f.auth.value.as_str() {
-        "none" => FacilitatorAuthSetting::None,
-        "auto" | "cdp" => match (key_id, key_secret) {
-            (Some(key_id), Some(key_secret)) => FacilitatorAuthSetting::Cdp { key_id, key_secret },
-            _ if f.auth.value == "cdp" => {
-                r.at(
-                    f.auth.referenced,
-                    "auth is `cdp` but CDP_API_KEY_ID / CDP_API_KEY_SECRET are not set",
-                    "export both variables, or set auth: auto",
-                );
-                FacilitatorAuthSetting::None
-            }
-            _ => FacilitatorAuthSetting::None,
-        },
-        other => {
-            r.at(
-                f.auth.referenced,
-                format!("unknown facilitator auth `{other}`"),
-                "use auto, cdp or none",
-            );
-            FacilitatorAuthSetting::None
-        }
-    };
-    let facilitator = FacilitatorSettings {
-        url: fac_url,
-        verify_timeout: Duration::from_millis(f.verify_timeout_ms),
-        settle_timeout: Duration::from_millis(f.settle_timeout_ms),
-        supported_ttl: Duration::from_secs(f.supported_ttl_s),
-        pool_idle_timeout: Duration::from_millis(f.pool_idle_timeout_ms),
-        auth,
-    };
-    if f.pool_idle_timeout_ms > 60_000 {
-        errors_push_simple(
-            &mut r,
-            "payment.facilitator.pool_idle_timeout_ms must be at most 60000",
-            "keep it below the facilitator's keep-alive (Node's is 5 s); the default is 4000",
-        );
-    }
+    let (facilitators, failover) = facilitators::validate(
+        &mut r,
+        env,
+        p.facilitator,
+        p.facilitators,
+        p.failover,
+        &placeholder,
+    );
+    let facilitator = facilitators[0].clone();
     if p.max_timeout_seconds < 10 || p.max_timeout_seconds > 3600 {
         errors_push_simple(
             &mut r,
@@ -804,6 +770,8 @@ fn validate(
     };
     let mut payment = PaymentSettings {
         facilitator,
+        facilitators,
+        failover,
         max_timeout_seconds: p.max_timeout_seconds,
         accepts,
         verify_per_minute: (p.verify_per_minute.payer, p.verify_per_minute.client),
