@@ -230,7 +230,7 @@ fn check(path: &Path, list_stages: bool) -> ExitCode {
 fn check_networks(app: &server::App) -> ExitCode {
     let Some(fac) = app
         .services
-        .get::<paycall::x402::facilitator::FacilitatorClient>()
+        .get::<paycall::x402::facilitators::Facilitators>()
     else {
         return ExitCode::SUCCESS;
     };
@@ -540,7 +540,7 @@ fn serve(path: &Path) -> ExitCode {
             }
         }
         // Every offer we advertise must be payable (payment::readiness).
-        if let Some(fac) = app.services.get::<paycall::x402::facilitator::FacilitatorClient>() {
+        if let Some(fac) = app.services.get::<paycall::x402::facilitators::Facilitators>() {
             let checks = paycall::payment::readiness::check(&app.config, &fac).await;
             let rule = app.config.payment.unsupported_network;
             match paycall::payment::readiness::verdict(&checks, rule) {

@@ -103,6 +103,15 @@ async fn a_paid_a_refused_and_a_demo_call_move_the_counters_exactly() {
                 r#"paycall_facilitator_request_seconds_count{endpoint="settle"}"#,
                 1.0
             ),
+            // The same exchanges per facilitator (the single form's is named `default`).
+            (
+                r#"paycall_facilitator_exchange_seconds_count{endpoint="verify",facilitator="default"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_facilitator_exchange_seconds_count{endpoint="settle",facilitator="default"}"#,
+                1.0
+            ),
         ])
     );
 
@@ -151,6 +160,10 @@ async fn a_paid_a_refused_and_a_demo_call_move_the_counters_exactly() {
             ),
             (
                 r#"paycall_facilitator_request_seconds_count{endpoint="verify"}"#,
+                1.0
+            ),
+            (
+                r#"paycall_facilitator_exchange_seconds_count{endpoint="verify",facilitator="default"}"#,
                 1.0
             ),
         ])

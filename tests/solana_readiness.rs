@@ -206,7 +206,7 @@ async fn offers_follow_the_facilitator_one_rule_for_both_networks() {
     let cfg = load("refuse");
     let services = server::services::build(&cfg).expect("services");
     let client = services
-        .get::<paycall::x402::facilitator::FacilitatorClient>()
+        .get::<paycall::x402::facilitators::Facilitators>()
         .unwrap();
     let checks = readiness::check(&cfg, &client).await;
     let refusal = readiness::verdict(&checks, cfg.payment.unsupported_network).unwrap_err();
@@ -239,7 +239,7 @@ async fn offers_follow_the_facilitator_one_rule_for_both_networks() {
     let cfg = load("leave_out");
     let services = server::services::build(&cfg).expect("services");
     let client = services
-        .get::<paycall::x402::facilitator::FacilitatorClient>()
+        .get::<paycall::x402::facilitators::Facilitators>()
         .unwrap();
     let checks = readiness::check(&cfg, &client).await;
     let warnings = readiness::verdict(&checks, cfg.payment.unsupported_network).unwrap();

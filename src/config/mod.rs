@@ -5,7 +5,7 @@
 //! deployment settings (see `ENV_OVERRIDES`); the operator's file holds everything else.
 
 mod error;
-mod facilitator;
+pub mod facilitators;
 mod guard;
 pub mod hints;
 mod ledger;
@@ -43,7 +43,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("PAYCALL_BACKUP_URL", "second base URL (service.backup_url)"),
     (
         "PAYCALL_FACILITATOR_URL",
-        "facilitator base URL (payment.facilitator.url)",
+        "facilitator base URL (payment.facilitator.url, or the first of payment.facilitators)",
     ),
     ("PAYCALL_EVM_PAY_TO", "receiving address for eip155 offers"),
     (
@@ -94,7 +94,12 @@ pub struct ServiceSettings {
 
 #[derive(Debug, Clone)]
 pub struct PaymentSettings {
+    /// The single facilitator, or the first (preferred) of `facilitators`.
     pub facilitator: FacilitatorSettings,
+    /// Every facilitator, in order of preference (one for the single form, named `default`).
+    pub facilitators: Vec<FacilitatorSettings>,
+    /// Their circuit breaker and health checks (`payment.failover`).
+    pub failover: facilitators::FailoverSettings,
     pub max_timeout_seconds: u64,
     pub accepts: Vec<AcceptOption>,
     /// /verify calls per minute per payer and per client address (0 = no limit).
@@ -120,6 +125,8 @@ pub enum FacilitatorAuthSetting {
 
 #[derive(Debug, Clone)]
 pub struct FacilitatorSettings {
+    /// `default` for the single form; the entry's `name` in `payment.facilitators`.
+    pub name: String,
     pub url: Url,
     pub verify_timeout: Duration,
     pub settle_timeout: Duration,

@@ -1,7 +1,6 @@
 //! The `payment:` section: the offers (`accepts:`), the challenge's timeout, what to do with an
 //! offer nobody could pay, and the facilitator (its own module).
 
-use super::facilitator::validate_facilitator;
 use super::{
     env_nonempty, is_evm_address, is_solana_address, raw, AcceptOption, PaymentSettings, Reporter,
     UnsupportedNetwork,
@@ -17,7 +16,16 @@ pub fn validate_payment(
     env: &dyn Fn(&str) -> Option<String>,
     r: &mut Reporter<'_>,
 ) -> PaymentSettings {
-    let facilitator = validate_facilitator(&p.facilitator, env, r);
+    let placeholder = Url::parse("http://invalid.invalid/").expect("static URL");
+    let (facilitators, failover) = super::facilitators::validate(
+        r,
+        env,
+        p.facilitator.clone(),
+        p.facilitators.clone(),
+        p.failover.clone(),
+        &placeholder,
+    );
+    let facilitator = facilitators[0].clone();
     if p.max_timeout_seconds < 10 || p.max_timeout_seconds > 3600 {
         r.unplaced(
             "payment.max_timeout_seconds must be between 10 and 3600",
@@ -50,6 +58,8 @@ pub fn validate_payment(
     };
     PaymentSettings {
         facilitator,
+        facilitators,
+        failover,
         max_timeout_seconds: p.max_timeout_seconds,
         accepts,
         verify_per_minute: (p.verify_per_minute.payer, p.verify_per_minute.client),

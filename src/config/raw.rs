@@ -62,7 +62,16 @@ pub struct Service {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Payment {
-    pub facilitator: Facilitator,
+    /// One facilitator. Exactly one of `facilitator` and `facilitators` is given.
+    #[serde(default)]
+    pub facilitator: Option<Facilitator>,
+    /// Several facilitators, in order of preference (failover, src/x402/facilitators.rs):
+    /// each entry is a `facilitator` block with a `name`.
+    #[serde(default)]
+    pub facilitators: Option<Vec<NamedFacilitator>>,
+    /// Health rules of the facilitators when there are several (circuit breaker, checks).
+    #[serde(default)]
+    pub failover: Option<Failover>,
     /// maxTimeoutSeconds in every offer: how long a signed payment stays valid.
     #[serde(default = "default_max_timeout")]
     pub max_timeout_seconds: u64,
@@ -108,7 +117,7 @@ fn default_unsupported_network() -> String {
     "refuse".to_string()
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Facilitator {
     /// Base URL; /verify, /settle and /supported are joined to it (PAYCALL_FACILITATOR_URL).
@@ -128,6 +137,75 @@ pub struct Facilitator {
     /// `cdp` (required: startup error without the keys) or `none`.
     #[serde(default = "default_auth")]
     pub auth: Spanned<String>,
+}
+
+/// One entry of `payment.facilitators`: a name (log lines, metrics labels, /status) and the
+/// same settings as `payment.facilitator`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedFacilitator {
+    /// 1-32 characters of a-z, 0-9, `_` or `-`; unique.
+    pub name: Spanned<String>,
+    pub url: Spanned<String>,
+    #[serde(default = "default_verify_timeout")]
+    pub verify_timeout_ms: u64,
+    #[serde(default = "default_settle_timeout")]
+    pub settle_timeout_ms: u64,
+    #[serde(default = "default_supported_ttl")]
+    pub supported_ttl_s: u64,
+    #[serde(default = "default_pool_idle_timeout")]
+    pub pool_idle_timeout_ms: u64,
+    /// `auto`, `cdp` or `none`, as for `payment.facilitator`.
+    #[serde(default = "default_auth")]
+    pub auth: Spanned<String>,
+}
+
+impl NamedFacilitator {
+    /// The settings without the name.
+    pub fn split(self) -> (Spanned<String>, Facilitator) {
+        (
+            self.name,
+            Facilitator {
+                url: self.url,
+                verify_timeout_ms: self.verify_timeout_ms,
+                settle_timeout_ms: self.settle_timeout_ms,
+                supported_ttl_s: self.supported_ttl_s,
+                pool_idle_timeout_ms: self.pool_idle_timeout_ms,
+                auth: self.auth,
+            },
+        )
+    }
+}
+
+/// `payment.failover`: when a facilitator is skipped, and how it is watched.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failover {
+    /// Consecutive failures (no answer, 5xx, garbage) that open a facilitator's breaker.
+    #[serde(default = "default_breaker_failures")]
+    pub failures: u32,
+    /// How long an open breaker keeps the facilitator out before one trial call.
+    #[serde(default = "default_breaker_cooldown")]
+    pub cooldown_s: u64,
+    /// Seconds between background GET /supported health checks of each facilitator.
+    #[serde(default = "default_check_interval")]
+    pub check_interval_s: u64,
+    /// A facilitator whose /verify latency average is above this is tried after faster ones.
+    #[serde(default = "default_slow_ms")]
+    pub slow_ms: u64,
+}
+
+fn default_breaker_failures() -> u32 {
+    3
+}
+fn default_breaker_cooldown() -> u64 {
+    30
+}
+fn default_check_interval() -> u64 {
+    10
+}
+fn default_slow_ms() -> u64 {
+    3_000
 }
 
 #[derive(Debug, Clone, Deserialize)]

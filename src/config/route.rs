@@ -337,15 +337,19 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn payment() -> PaymentSettings {
+        let facilitator = FacilitatorSettings {
+            name: "default".into(),
+            url: url::Url::parse("http://127.0.0.1:1/").unwrap(),
+            verify_timeout: Duration::ZERO,
+            settle_timeout: Duration::ZERO,
+            supported_ttl: Duration::ZERO,
+            pool_idle_timeout: Duration::ZERO,
+            auth: FacilitatorAuthSetting::None,
+        };
         PaymentSettings {
-            facilitator: FacilitatorSettings {
-                url: url::Url::parse("http://127.0.0.1:1/").unwrap(),
-                verify_timeout: Duration::ZERO,
-                settle_timeout: Duration::ZERO,
-                supported_ttl: Duration::ZERO,
-                pool_idle_timeout: Duration::ZERO,
-                auth: FacilitatorAuthSetting::None,
-            },
+            facilitators: vec![facilitator.clone()],
+            facilitator,
+            failover: Default::default(),
             max_timeout_seconds: 120,
             accepts: vec![AcceptOption {
                 network: "eip155:8453".into(),

@@ -32,6 +32,14 @@ pub struct Metrics {
     pub facilitator_seconds: HistogramVec,
     /// Facilitator exchanges that produced no verdict, by endpoint and error code.
     pub facilitator_errors: IntCounterVec,
+    /// Per facilitator (names from the config): latency by endpoint.
+    pub facilitator_exchange_seconds: HistogramVec,
+    /// Per facilitator: exchanges without a usable answer, by endpoint and kind.
+    pub facilitator_exchange_errors: IntCounterVec,
+    /// Calls that left a facilitator for the next one, by endpoint and facilitator left.
+    pub facilitator_failovers: IntCounterVec,
+    /// Breaker per facilitator: 0 closed, 1 half-open, 2 open.
+    pub facilitator_breaker: IntGaugeVec,
     /// Outbound targets the guard refused, by reason code.
     pub guard_refusals: IntCounterVec,
     /// Demo twin samples by route name and result (hit, miss).
@@ -106,6 +114,41 @@ impl Metrics {
             "Facilitator exchanges without a verdict, by endpoint and kind",
             &["endpoint", "kind"],
         );
+        let facilitator_exchange_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "facilitator_exchange_seconds",
+                "Facilitator latency by facilitator and endpoint (verify, settle, supported)",
+            )
+            .buckets(vec![
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            ]),
+            &["facilitator", "endpoint"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(facilitator_exchange_seconds.clone()))
+            .expect("unique metric");
+        let facilitator_exchange_errors = counter(
+            &r,
+            "facilitator_exchange_errors_total",
+            "Facilitator exchanges without a usable answer, by facilitator, endpoint and kind",
+            &["facilitator", "endpoint", "kind"],
+        );
+        let facilitator_failovers = counter(
+            &r,
+            "facilitator_failovers_total",
+            "Calls passed on to the next facilitator, by endpoint and the facilitator left",
+            &["endpoint", "from"],
+        );
+        let facilitator_breaker = IntGaugeVec::new(
+            Opts::new(
+                "facilitator_breaker_state",
+                "Circuit breaker per facilitator: 0 closed, 1 half-open, 2 open",
+            ),
+            &["facilitator"],
+        )
+        .expect("valid metric");
+        r.register(Box::new(facilitator_breaker.clone()))
+            .expect("unique metric");
         let guard_refusals = counter(
             &r,
             "guard_refusals_total",
@@ -167,6 +210,10 @@ impl Metrics {
             revenue_atomic,
             facilitator_seconds,
             facilitator_errors,
+            facilitator_exchange_seconds,
+            facilitator_exchange_errors,
+            facilitator_failovers,
+            facilitator_breaker,
             guard_refusals,
             demo_cache,
             paid_in_flight,
@@ -196,6 +243,36 @@ impl Metrics {
                 .with_label_values(&[endpoint, kind])
                 .inc();
         }
+    }
+
+    /// One exchange with the facilitator named `name` (a configured name: bounded).
+    pub fn facilitator_exchange(
+        &self,
+        name: &str,
+        endpoint: &str,
+        elapsed: Duration,
+        error: Option<&str>,
+    ) {
+        self.facilitator_exchange_seconds
+            .with_label_values(&[name, endpoint])
+            .observe(elapsed.as_secs_f64());
+        if let Some(kind) = error {
+            self.facilitator_exchange_errors
+                .with_label_values(&[name, endpoint, kind])
+                .inc();
+        }
+    }
+
+    /// A call left the facilitator `from` for the next one.
+    pub fn facilitator_failover(&self, endpoint: &str, from: &str) {
+        self.facilitator_failovers
+            .with_label_values(&[endpoint, from])
+            .inc();
+    }
+
+    /// The facilitator's breaker state (0 closed, 1 half-open, 2 open).
+    pub fn facilitator_state(&self, name: &str, state: i64) {
+        self.facilitator_breaker.with_label_values(&[name]).set(state);
     }
 
     /// A paid call's outcome, and its revenue when charged.

@@ -302,6 +302,18 @@ pub fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", old.payment.facilitator),
         format!("{:?}", new.payment.facilitator),
     );
+    if old.payment.facilitators.len() > 1 || new.payment.facilitators.len() > 1 {
+        cmp(
+            "payment.facilitators",
+            format!("{:?}", old.payment.facilitators),
+            format!("{:?}", new.payment.facilitators),
+        );
+    }
+    cmp(
+        "payment.failover",
+        format!("{:?}", old.payment.failover),
+        format!("{:?}", new.payment.failover),
+    );
     cmp(
         "payment.verify_per_minute",
         format!("{:?}", old.payment.verify_per_minute),

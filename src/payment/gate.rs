@@ -30,7 +30,8 @@ use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Reply, 
 use crate::x402::bazaar::{bazaar_extension, BazaarInput, BazaarParam, JsonType};
 use crate::x402::challenge::payment_required;
 use crate::x402::codec::{decode_header, encode_header};
-use crate::x402::facilitator::{FacilitatorClient, FacilitatorError};
+use crate::x402::facilitator::FacilitatorError;
+use crate::x402::facilitators::Facilitators;
 use crate::x402::matching::{check_payload_shape, find_offer, payment_key};
 use crate::x402::types::{Requirement, ResourceInfo};
 
@@ -87,7 +88,7 @@ struct Gate {
     options: Vec<(AcceptOption, Requirement)>,
     /// bazaar extension per method the route serves.
     extensions: Vec<(Method, Value)>,
-    facilitator: Arc<FacilitatorClient>,
+    facilitator: Arc<Facilitators>,
     ledger: Arc<Ledger>,
     limiter: Arc<VerifyLimiter>,
     trusted_proxies: Vec<ipnet::IpNet>,
@@ -148,7 +149,7 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
         resource: resource_info(config, route),
         options,
         extensions,
-        facilitator: ctx.services.need::<FacilitatorClient>()?,
+        facilitator: ctx.services.need::<Facilitators>()?,
         ledger: ctx.services.need::<Ledger>()?,
         limiter: ctx.services.need::<VerifyLimiter>()?,
         trusted_proxies: config.service.trusted_proxies.clone(),
@@ -689,7 +690,11 @@ impl Stage for Gate {
                 &[("retry-after", &retry)],
             );
         }
-        match self.facilitator.verify(&paid.payload, &paid.offer).await {
+        let routed = self.facilitator.verify(&paid.payload, &paid.offer).await;
+        if let Some(by) = routed.by {
+            ex.slots.put(super::paid::FacilitatorUsed(by));
+        }
+        match routed.result {
             Ok(v) if v.is_valid => {
                 if let Some(ext) = &v.extension_responses {
                     tracing::info!(request_id = %ex.id, extensions = %ext, "facilitator extension responses");

@@ -60,6 +60,11 @@ impl Outcome {
     }
 }
 
+/// The facilitator that gave this exchange's last verdict (verify, then settle): the request log
+/// line's `facilitator`.
+#[derive(Debug, Clone)]
+pub struct FacilitatorUsed(pub std::sync::Arc<str>);
+
 /// The settle stage's outcome for this exchange, with the offer's network and atomic amount.
 #[derive(Debug, Clone)]
 pub struct Settled {

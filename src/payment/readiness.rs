@@ -20,7 +20,7 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 use crate::config::{AcceptOption, Config, UnsupportedNetwork};
-use crate::x402::facilitator::FacilitatorClient;
+use crate::x402::facilitators::Facilitators;
 
 /// The verdict on one offered network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +131,7 @@ pub fn status_of(app: &crate::server::App) -> Vec<Value> {
 }
 
 /// Checks every offered network (bounded: the facilitator's own timeouts, 5 s per RPC call).
-pub async fn check(config: &Config, facilitator: &FacilitatorClient) -> Vec<NetworkCheck> {
+pub async fn check(config: &Config, facilitator: &Facilitators) -> Vec<NetworkCheck> {
     let supported = facilitator.supported().await;
     let rpc = reqwest::Client::builder()
         .no_proxy()
@@ -157,8 +157,11 @@ pub async fn check(config: &Config, facilitator: &FacilitatorClient) -> Vec<Netw
                 if !listed || (a.is_solana() && c.fee_payer.is_none()) {
                     c.facilitator = "not_listed";
                     c.problem = Some(format!(
-                        "the facilitator at {} does not list `exact` x402 v2 for {} ({}){}: no buyer could pay this offer. Use a facilitator that settles {}, or remove this entry from payment.accepts",
-                        facilitator.endpoint_url("supported"),
+                        "{} does not list `exact` x402 v2 for {} ({}){}: no buyer could pay this offer. Use a facilitator that settles {}, or remove this entry from payment.accepts",
+                        match facilitator.client_at(0) {
+                            Some(only) if facilitator.len() == 1 => format!("the facilitator at {}", only.endpoint_url("supported")),
+                            _ => format!("none of the facilitators {}", facilitator.describe()),
+                        },
                         a.network,
                         a.name,
                         if listed { " with a feePayer" } else { "" },

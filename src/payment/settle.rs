@@ -25,7 +25,8 @@ use super::ledger::{now_ms, Ledger, State, Store, Update};
 use super::paid::{Billed, Outcome, Paid, Resume, Settled};
 use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
 use crate::x402::codec::encode_header;
-use crate::x402::facilitator::{FacilitatorClient, FacilitatorError, SettleOutcome};
+use crate::x402::facilitator::{FacilitatorError, SettleOutcome};
+use crate::x402::facilitators::{Facilitators, Routed};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "settle",
@@ -55,7 +56,7 @@ fn default_retry_after() -> u64 {
 }
 
 struct Settle {
-    facilitator: Arc<FacilitatorClient>,
+    facilitator: Arc<Facilitators>,
     ledger: Arc<Ledger>,
     confirmer: Arc<Confirmer>,
     retry_after_s: u64,
@@ -64,7 +65,7 @@ struct Settle {
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     let p: Params = params(p)?;
     Ok(Arc::new(Settle {
-        facilitator: ctx.services.need::<FacilitatorClient>()?,
+        facilitator: ctx.services.need::<Facilitators>()?,
         ledger: ctx.services.need::<Ledger>()?,
         confirmer: ctx.services.need::<Confirmer>()?,
         retry_after_s: p.retry_after_s.max(1),
@@ -146,8 +147,10 @@ impl Stage for Settle {
             }
         };
         let charged = ex.slots.get::<Billed>().is_some_and(|b| b.0);
+        let mut used = None;
         let (answer, outcome) = if let Some(resume) = &paid.resume {
-            self.resume(&*store, &paid, resume, reply, &ex.id).await
+            self.resume(&*store, &paid, resume, reply, &ex.id, &mut used)
+                .await
         } else if !charged {
             let u = Update {
                 state: Some(State::NotCharged),
@@ -163,8 +166,11 @@ impl Stage for Settle {
             }
             (reply, Outcome::NotCharged)
         } else {
-            self.charge(&*store, &paid, reply, &ex.id).await
+            self.charge(&*store, &paid, reply, &ex.id, &mut used).await
         };
+        if let Some(by) = used {
+            ex.slots.put(super::paid::FacilitatorUsed(by));
+        }
         ex.slots.put(Settled {
             outcome,
             network: paid.offer.network.clone(),
@@ -196,6 +202,7 @@ impl Settle {
         paid: &Paid,
         reply: Reply,
         rid: &str,
+        used: &mut Option<Arc<str>>,
     ) -> (Reply, Outcome) {
         let now = now_ms();
         let keep_until = self.keep_until(paid, now);
@@ -220,7 +227,9 @@ impl Settle {
                 return (ledger_down(), Outcome::NotSettled);
             }
         }
-        let verdict = match self.facilitator.settle(&paid.payload, &paid.offer).await {
+        let Routed { by, result } = self.facilitator.settle(&paid.payload, &paid.offer).await;
+        *used = by;
+        let verdict = match result {
             Ok(SettleOutcome::Settled { response }) => paid_verdict(response),
             Ok(SettleOutcome::Failed {
                 reason, response, ..
@@ -245,14 +254,19 @@ impl Settle {
         resume: &Resume,
         reply: Reply,
         rid: &str,
+        used: &mut Option<Arc<str>>,
     ) -> (Reply, Outcome) {
         let known_tx = resume.row.transaction.clone();
         // 1. The chain, when we can read it.
         if let Some(v) = self.on_chain(paid, known_tx.as_deref(), rid).await {
             return self.record(store, paid, reply, v, rid).await;
         }
-        // 2. Settling the same authorization again is safe: the token moves it at most once.
-        let verdict = match self.facilitator.settle(&paid.payload, &paid.offer).await {
+        // 2. Settling the same authorization again is safe: the token moves it at most once
+        //    (and a Solana transaction only with its feePayer's facilitator, which `settle`
+        //    picks by the offer's feePayer).
+        let Routed { by, result } = self.facilitator.settle(&paid.payload, &paid.offer).await;
+        *used = by;
+        let verdict = match result {
             Ok(SettleOutcome::Settled { response }) => paid_verdict(response),
             Ok(SettleOutcome::Failed {
                 reason,

@@ -129,10 +129,20 @@ impl RequestLog {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-");
         let outcome = resp.extensions().get::<super::PaymentOutcome>().copied();
-        self.write(id, resp.status().as_u16(), outcome);
+        let facilitator = resp
+            .extensions()
+            .get::<crate::payment::paid::FacilitatorUsed>()
+            .map(|f| f.0.clone());
+        self.write(id, resp.status().as_u16(), outcome, facilitator.as_deref());
     }
 
-    fn write(&mut self, id: &str, status: u16, outcome: Option<super::PaymentOutcome>) {
+    fn write(
+        &mut self,
+        id: &str,
+        status: u16,
+        outcome: Option<super::PaymentOutcome>,
+        facilitator: Option<&str>,
+    ) {
         self.done = true;
         let demo = self.route.starts_with("/api/demo/");
         tracing::info!(
@@ -143,6 +153,7 @@ impl RequestLog {
             demo,
             charged = outcome.is_some_and(|o| o.0 == crate::payment::Outcome::Charged),
             payment = outcome.map(|o| o.0.label()).unwrap_or("none"),
+            facilitator = facilitator.unwrap_or("none"),
             elapsed_ms = self.started.elapsed().as_millis() as u64,
             "request"
         );
@@ -152,7 +163,7 @@ impl RequestLog {
 impl Drop for RequestLog {
     fn drop(&mut self) {
         if !self.done {
-            self.write("-", 499, None);
+            self.write("-", 499, None, None);
         }
     }
 }

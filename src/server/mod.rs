@@ -422,9 +422,16 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
     } else {
         ex.slots.get::<crate::payment::Settled>().map(|s| s.outcome)
     };
+    let used = ex
+        .slots
+        .get::<crate::payment::paid::FacilitatorUsed>()
+        .cloned();
     let mut resp = respond::to_response(reply, &ex.id);
     if let Some(o) = outcome {
         resp.extensions_mut().insert(PaymentOutcome(o));
+    }
+    if let Some(used) = used {
+        resp.extensions_mut().insert(used);
     }
     resp
 }
@@ -512,8 +519,11 @@ pub async fn serve_live(
     let paid = app.paid_calls.in_flight();
     if paid > 0 {
         tracing::info!(paid, "waiting for paid calls to settle before stopping");
-        let limit = app.config.payment.facilitator.settle_timeout * 2
-            + app.config.payment.facilitator.verify_timeout
+        // Several facilitators: a verify may be asked of each, a settle of each unreachable one.
+        let fs = &app.config.payment.facilitators;
+        let longest_settle = fs.iter().map(|f| f.settle_timeout).max().unwrap_or_default();
+        let limit = longest_settle * 2
+            + fs.iter().map(|f| f.verify_timeout).sum::<std::time::Duration>()
             + std::time::Duration::from_secs(30);
         if !app.paid_calls.drained(limit).await {
             tracing::error!(

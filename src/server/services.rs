@@ -9,6 +9,7 @@ use crate::payment::confirm::Confirmer;
 use crate::payment::ledger::Ledger;
 use crate::pipeline::Services;
 use crate::x402::facilitator::{FacilitatorAuth, FacilitatorClient, FacilitatorConfig};
+use crate::x402::facilitators::{Event, Facilitators};
 
 /// Builds the services with the system DNS resolver.
 pub fn build(config: &Config) -> Result<Services, String> {
@@ -33,24 +34,8 @@ pub fn build_with_resolver(
         GuardedClient::new(guard.clone(), resolver, &config.guard.user_agent)
             .map_err(|e| e.to_string())?,
     );
-    let f = &config.payment.facilitator;
-    let facilitator = Arc::new(
-        FacilitatorClient::new(FacilitatorConfig {
-            url: f.url.clone(),
-            verify_timeout: f.verify_timeout,
-            settle_timeout: f.settle_timeout,
-            supported_ttl: f.supported_ttl,
-            pool_idle_timeout: f.pool_idle_timeout,
-            auth: match &f.auth {
-                FacilitatorAuthSetting::None => FacilitatorAuth::None,
-                FacilitatorAuthSetting::Cdp { key_id, key_secret } => FacilitatorAuth::Cdp {
-                    key_id: key_id.clone(),
-                    key_secret: key_secret.clone(),
-                },
-            },
-        })
-        .map_err(|e| format!("payment.facilitator: {e}"))?,
-    );
+    let metrics = Arc::new(crate::ops::metrics::Metrics::new());
+    let facilitator = Arc::new(facilitators(config, &metrics)?);
     // On-chain confirmation of settlements: each EVM offer's `rpc` upstream.
     let rpcs = config
         .payment
@@ -62,11 +47,6 @@ pub fn build_with_resolver(
         })
         .collect();
     let confirmer = Arc::new(Confirmer::new(rpcs)?);
-    let metrics = Arc::new(crate::ops::metrics::Metrics::new());
-    let m = metrics.clone();
-    facilitator.observe(Arc::new(move |endpoint, elapsed, error| {
-        m.facilitator(endpoint, elapsed, error)
-    }));
     Ok(Services::builder()
         .with(metrics)
         .with(Arc::new(config.clone()))
@@ -97,7 +77,8 @@ pub fn start(services: &Services) {
     if let Some(b) = services.get::<crate::browser::Browsers>() {
         b.start();
     }
-    if let Some(f) = services.get::<FacilitatorClient>() {
+    if let Some(f) = services.get::<Facilitators>() {
+        f.start_health_checks();
         tokio::spawn(async move {
             match f.supported().await {
                 Ok(s) => tracing::info!(kinds = s.kinds.len(), "facilitator /supported loaded"),
@@ -114,4 +95,64 @@ pub async fn shutdown(services: &Services) {
     if let Some(b) = services.get::<crate::browser::Browsers>() {
         b.shutdown().await;
     }
+}
+
+/// The configured facilitators (payment.facilitator or payment.facilitators), observed by the
+/// metrics: the unlabelled per-endpoint series as before, and per facilitator.
+fn facilitators(
+    config: &Config,
+    metrics: &Arc<crate::ops::metrics::Metrics>,
+) -> Result<Facilitators, String> {
+    let p = &config.payment;
+    let mut members = Vec::with_capacity(p.facilitators.len());
+    for (i, f) in p.facilitators.iter().enumerate() {
+        let client = FacilitatorClient::new(FacilitatorConfig {
+            url: f.url.clone(),
+            verify_timeout: f.verify_timeout,
+            settle_timeout: f.settle_timeout,
+            supported_ttl: f.supported_ttl,
+            pool_idle_timeout: f.pool_idle_timeout,
+            auth: match &f.auth {
+                FacilitatorAuthSetting::None => FacilitatorAuth::None,
+                FacilitatorAuthSetting::Cdp { key_id, key_secret } => FacilitatorAuth::Cdp {
+                    key_id: key_id.clone(),
+                    key_secret: key_secret.clone(),
+                },
+            },
+        })
+        .map_err(|e| {
+            if p.facilitators.len() == 1 {
+                format!("payment.facilitator: {e}")
+            } else {
+                format!("payment.facilitators[{i}] ({}): {e}", f.name)
+            }
+        })?;
+        let m = metrics.clone();
+        client.observe(Arc::new(move |endpoint, elapsed, error| {
+            m.facilitator(endpoint, elapsed, error)
+        }));
+        members.push((f.name.clone(), client));
+    }
+    let pool = Facilitators::new(
+        members,
+        p.failover.failures,
+        p.failover.cooldown,
+        p.failover.slow,
+        p.failover.check_interval,
+    );
+    for name in pool.names() {
+        metrics.facilitator_state(&name, 0);
+    }
+    let m = metrics.clone();
+    pool.observe(Arc::new(move |e: &Event<'_>| match *e {
+        Event::Exchange {
+            facilitator,
+            endpoint,
+            elapsed,
+            error,
+        } => m.facilitator_exchange(facilitator, endpoint, elapsed, error),
+        Event::Failover { endpoint, from } => m.facilitator_failover(endpoint, from),
+        Event::Breaker { facilitator, state } => m.facilitator_state(facilitator, state.gauge()),
+    }));
+    Ok(pool)
 }

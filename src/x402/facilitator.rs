@@ -579,6 +579,31 @@ impl FacilitatorClient {
         }
     }
 
+    /// The cached `/supported`, whatever its age, without asking (None before the first answer).
+    pub fn cached_supported(&self) -> Option<Arc<Supported>> {
+        lock(&self.cache).current.clone()
+    }
+
+    /// A health check: asks `/supported` now and caches a good answer (the generation moves
+    /// only when the answer changed); an error is returned as is, the cached copy kept.
+    pub async fn probe_supported(&self) -> Result<Arc<Supported>, FacilitatorError> {
+        let _one_at_a_time = self.refresh.lock().await;
+        let fresh = self.fetch_supported().await?;
+        let mut cache = lock(&self.cache);
+        let same = cache.current.as_deref() == Some(&fresh);
+        let s = match (&cache.current, same) {
+            (Some(old), true) => old.clone(),
+            _ => Arc::new(fresh),
+        };
+        cache.current = Some(s.clone());
+        cache.fresh_until = Some(Instant::now() + self.supported_ttl);
+        if !same {
+            self.supported_generation
+                .fetch_add(1, std::sync::atomic::Ordering::Release);
+        }
+        Ok(s)
+    }
+
     /// The Solana fee payer to put in `extra.feePayer` for `network`, from the cached
     /// `/supported` (call [`Self::supported`] first). Stable: once handed out, the same
     /// address is returned while the facilitator still lists it (as a kind's `feePayer` or

@@ -12,6 +12,8 @@ pub mod bazaar;
 pub mod challenge;
 pub mod codec;
 pub mod facilitator;
+pub mod facilitators;
+pub mod failover;
 pub mod matching;
 pub mod price;
 pub mod solana_ata;
@@ -25,6 +27,7 @@ pub use facilitator::{
     ensure_crypto, FacilitatorAuth, FacilitatorClient, FacilitatorConfig, FacilitatorError, Kind,
     SettleOutcome, Supported, VerifyOutcome,
 };
+pub use facilitators::{Facilitators, Routed};
 pub use matching::{check_payload_shape, find_offer, payload_version, payment_key};
 pub use price::{atomic_to_usd, usd_to_atomic, PriceError};
 pub use types::{Requirement, ResourceInfo};

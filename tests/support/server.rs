@@ -358,7 +358,7 @@ pub async fn start_app(app: App) -> TestServer {
     // 402 must not race the background warm-up. A facilitator that is down is fine (bounded).
     if let Some(fac) = app
         .services
-        .get::<paycall::x402::facilitator::FacilitatorClient>()
+        .get::<paycall::x402::facilitators::Facilitators>()
     {
         let _ = tokio::time::timeout(Duration::from_secs(10), fac.supported()).await;
     }

@@ -169,7 +169,14 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
             v
         })
         .collect();
-    let reachable = facilitator["reachable"].as_bool().unwrap_or(false);
+    let pool = app
+        .services
+        .get::<crate::x402::facilitators::Facilitators>();
+    // With several facilitators, paid calls can be taken while any one is healthy.
+    let reachable = facilitator["reachable"].as_bool().unwrap_or(false)
+        || pool
+            .as_ref()
+            .is_some_and(|p| p.len() > 1 && p.any_available());
     json!({
         // Paid calls need the config (loaded, or we would not be answering) and the
         // facilitator; a route that cannot serve is `degraded`, not the whole service.
@@ -181,6 +188,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
         "startedAt": started_at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         "config": app.stamp.to_json(),
         "facilitator": facilitator,
+        "facilitators": pool.map(|p| p.status()).unwrap_or_else(|| json!([])),
         "networks": crate::payment::readiness::status_of(app),
         "routes": routes,
     })
