@@ -105,7 +105,10 @@ fn facilitators(
 ) -> Result<Facilitators, String> {
     let p = &config.payment;
     let mut members = Vec::with_capacity(p.facilitators.len());
-    for (i, f) in p.facilitators.iter().enumerate() {
+    // `payment.facilitator` is the first one (code that adjusts it, e.g. a test's timeout, keeps
+    // working); the rest of the list follows.
+    let all = std::iter::once(&p.facilitator).chain(p.facilitators.iter().skip(1));
+    for (i, f) in all.enumerate() {
         let client = FacilitatorClient::new(FacilitatorConfig {
             url: f.url.clone(),
             verify_timeout: f.verify_timeout,
