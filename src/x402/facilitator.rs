@@ -17,7 +17,7 @@
 //! reached the facilitator is never resent: its outcome is unknown (`outcome_unknown`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, AUTHORIZATION, CONTENT_TYPE};
@@ -45,11 +45,7 @@ pub const SUPPORTED_RETRY_AFTER_ERROR: Duration = Duration::from_secs(5);
 /// `rustls-no-provider`, so a client built before this would panic on first TLS use.
 /// Safe to call from anywhere, any number of times.
 pub fn ensure_crypto() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // Err means another provider is already installed: fine, use that one.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    crate::net::install_crypto_provider();
 }
 
 /// How the client authenticates to the facilitator.

@@ -27,8 +27,7 @@ pub struct FacilitatorProbe {
 
 impl FacilitatorProbe {
     pub fn new(config: &Config) -> FacilitatorProbe {
-        // reqwest is built without a default crypto provider; installing ring twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::net::install_crypto_provider();
         let url = config.payment.facilitator.url.to_string();
         let supported_url = format!("{}/supported", url.trim_end_matches('/'));
         let built = reqwest::Client::builder()
