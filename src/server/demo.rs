@@ -92,6 +92,12 @@ pub fn demo_withdrawn(spec: &RouteSpec, chain: &pipeline::Chain, base_url: &str)
     let demo = spec.demo.as_ref()?;
     let input = pipeline::input::validate_object(spec, &demo.input).ok()?;
     let reply = chain.check_input(&input).err()?;
+    // A 5xx says the route cannot work now (no browser, no provider key): the demo answers that
+    // failure with its own status, as a paid call would, until it can. Only an input the route
+    // refuses (4xx) stays refused on this deployment.
+    if reply.status.is_server_error() {
+        return None;
+    }
     let why = reply
         .body_json()
         .and_then(|v| v["message"].as_str().map(str::to_string))
