@@ -211,7 +211,11 @@ fn check(path: &Path, list_stages: bool) -> ExitCode {
         app.config.pipelines.len(),
         app.config.payment.accepts.len()
     );
-    for why in app.routes.iter().filter_map(|r| r.demo_withdrawn.as_deref()) {
+    for why in app
+        .routes
+        .iter()
+        .filter_map(|r| r.demo_withdrawn.as_deref())
+    {
         eprintln!("paycall: warning: {why}");
     }
     let networks = check_networks(&app);

@@ -422,5 +422,10 @@ fn routes_into_a_closed_pipe_ends_quietly() {
         .expect("run the paycall binary");
     let stderr = text(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?} {stderr}", out.status);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {stderr}",
+        out.status
+    );
 }

@@ -374,7 +374,12 @@ async fn a_demo_its_own_route_refuses_here_is_withdrawn_and_the_try_line_uses_th
 
     let (status, _, v) = get_json(&server.url("/api/demo/nope")).await;
     assert_eq!(status, 404);
-    let listed: Vec<&str> = v["demos"].as_array().unwrap().iter().filter_map(|d| d.as_str()).collect();
+    let listed: Vec<&str> = v["demos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d.as_str())
+        .collect();
     assert!(!listed.contains(&"bazaar-check"), "{listed:?}");
     assert!(listed.contains(&"pulse"), "{listed:?}");
 

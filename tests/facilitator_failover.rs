@@ -179,7 +179,10 @@ async fn serve_one(
             200,
             json!({"isValid": false, "invalidReason": "invalid_exact_evm_payload_signature"}),
         ),
-        ("/verify", _) => (200, json!({"isValid": true, "payer": "0x1111111111111111111111111111111111111111"})),
+        ("/verify", _) => (
+            200,
+            json!({"isValid": true, "payer": "0x1111111111111111111111111111111111111111"}),
+        ),
         ("/settle", _) => (
             200,
             json!({"success": true, "transaction": format!("0x{}", "ab".repeat(32)), "network": "eip155:8453"}),
@@ -282,7 +285,11 @@ async fn verify_goes_on_after_no_verdict_but_a_verdict_is_final() {
 
     let r = p.verify(&payload(), &requirement()).await;
     assert!(r.result.unwrap().is_valid);
-    assert_eq!(r.by.as_deref(), Some("a"), "the first in the operator's order");
+    assert_eq!(
+        r.by.as_deref(),
+        Some("a"),
+        "the first in the operator's order"
+    );
 
     for mode in [Mode::Unavailable, Mode::Hang, Mode::Reset] {
         a.set(mode, Mode::Answer);
@@ -333,7 +340,10 @@ async fn an_open_breaker_is_skipped_while_another_is_healthy_and_a_single_one_is
     p.supported().await.unwrap();
     a.set(Mode::Unavailable, Mode::Answer);
     for _ in 0..2 {
-        assert_eq!(p.verify(&payload(), &requirement()).await.by.as_deref(), Some("b"));
+        assert_eq!(
+            p.verify(&payload(), &requirement()).await.by.as_deref(),
+            Some("b")
+        );
     }
     assert_eq!(a.counts().0, 2);
     let status = p.status();
@@ -342,13 +352,22 @@ async fn an_open_breaker_is_skipped_while_another_is_healthy_and_a_single_one_is
     assert_eq!(status[1]["state"], "closed");
     // Open: not asked while b is healthy, for verify and settle alike.
     a.set(Mode::Answer, Mode::Answer);
-    assert_eq!(p.verify(&payload(), &requirement()).await.by.as_deref(), Some("b"));
-    assert_eq!(p.settle(&payload(), &requirement()).await.by.as_deref(), Some("b"));
+    assert_eq!(
+        p.verify(&payload(), &requirement()).await.by.as_deref(),
+        Some("b")
+    );
+    assert_eq!(
+        p.settle(&payload(), &requirement()).await.by.as_deref(),
+        Some("b")
+    );
     assert_eq!(a.counts(), (2, 0));
     // A health check closes it again; it is first in the order again.
     p.check_health().await;
     assert_eq!(p.status()[0]["state"], "closed");
-    assert_eq!(p.verify(&payload(), &requirement()).await.by.as_deref(), Some("a"));
+    assert_eq!(
+        p.verify(&payload(), &requirement()).await.by.as_deref(),
+        Some("a")
+    );
 
     // One facilitator: its open breaker never refuses a call (there is no one else).
     let only = stub(&["eip155:8453"]).await;
@@ -386,7 +405,9 @@ struct SecondFacilitator {
 
 impl SecondFacilitator {
     fn start(stack: &LocalStack) -> SecondFacilitator {
-        let e2e = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("e2e");
+        let e2e = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join("e2e");
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let err = dir.path().join("err");
@@ -441,7 +462,10 @@ impl SecondFacilitator {
         let addr: std::net::SocketAddr = self.url.trim_start_matches("http://").parse().unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            assert!(Instant::now() < deadline, "killed facilitator still accepting");
+            assert!(
+                Instant::now() < deadline,
+                "killed facilitator still accepting"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -458,7 +482,11 @@ fn calls_of(url: &str) -> Vec<Value> {
     let (status, text) = stack::http_request("GET", &format!("{url}/_calls"), None)
         .unwrap_or_else(|e| panic!("{url}/_calls: {e}"));
     assert_eq!(status, 200, "{text}");
-    serde_json::from_str::<Value>(&text).unwrap().as_array().unwrap().clone()
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 fn of(calls: &[Value], endpoint: &str) -> Vec<Value> {
@@ -476,7 +504,11 @@ fn routes_with(block: &str) -> (tempfile::TempDir, PathBuf) {
     fs::create_dir(dir.path().join("pipelines")).unwrap();
     for e in fs::read_dir(root.join("pipelines")).unwrap() {
         let p = e.unwrap().path();
-        fs::copy(&p, dir.path().join("pipelines").join(p.file_name().unwrap())).unwrap();
+        fs::copy(
+            &p,
+            dir.path().join("pipelines").join(p.file_name().unwrap()),
+        )
+        .unwrap();
     }
     // The sample routes serve files under static/, relative to routes.yaml.
     std::os::unix::fs::symlink(root.join("static"), dir.path().join("static")).unwrap();
@@ -498,7 +530,10 @@ fn routes_with(block: &str) -> (tempfile::TempDir, PathBuf) {
         out.push_str(line);
         out.push('\n');
     }
-    assert!(replaced, "the shipped routes.yaml has no `  facilitator:` block");
+    assert!(
+        replaced,
+        "the shipped routes.yaml has no `  facilitator:` block"
+    );
     let path = dir.path().join("routes.yaml");
     fs::write(&path, out).unwrap();
     (dir, path)
@@ -537,7 +572,12 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
 
     let price: u128 = 10_000; // /api/http, $0.01
     let pay_to_start = stack.usdc_balance(&stack.pay_to);
-    let url = |path: &str| paycall.url(&format!("/api/http?url={}", server_support::enc(&up.url(path))));
+    let url = |path: &str| {
+        paycall.url(&format!(
+            "/api/http?url={}",
+            server_support::enc(&up.url(path))
+        ))
+    };
     let mut results = Vec::new();
 
     // 1. Both up: paid calls go to `second`.
@@ -546,7 +586,11 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
         assert_eq!(r.status, 200, "{:?}", r.body);
         results.push(r);
     }
-    assert_eq!(of(&second.calls(), "/settle").len(), 3, "settled by the preferred one");
+    assert_eq!(
+        of(&second.calls(), "/settle").len(),
+        3,
+        "settled by the preferred one"
+    );
     assert_eq!(of(&stack.calls(), "/settle").len(), 0);
 
     // 2. `second` dies in the middle of a paid call: after it verified the payment, while the
@@ -560,10 +604,16 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
             let calls = calls_of(&second_url);
             // Its 4th verify answered (killed before answering, the verify would go to the
             // other facilitator too: allowed, but this test wants a settle-time death).
-            if of(&calls, "/verify").get(3).is_some_and(|v| v["status"] == 200) {
+            if of(&calls, "/verify")
+                .get(3)
+                .is_some_and(|v| v["status"] == 200)
+            {
                 break calls;
             }
-            assert!(Instant::now() < deadline, "the 4th verify never reached `second`");
+            assert!(
+                Instant::now() < deadline,
+                "the 4th verify never reached `second`"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };
@@ -593,11 +643,22 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
         .chain(of(&stack_trace, "/settle"))
         .collect();
     assert_eq!(of(&second_trace, "/settle").len(), 3);
-    assert_eq!(of(&stack_trace, "/settle").len(), 3, "the killed call's and the two after");
+    assert_eq!(
+        of(&stack_trace, "/settle").len(),
+        3,
+        "the killed call's and the two after"
+    );
     let nonces = |calls: &[Value]| -> Vec<String> {
         calls
             .iter()
-            .map(|c| format!("{} {} {}", c["endpoint"], c["body"]["paymentPayload"]["payload"]["authorization"]["nonce"], c["status"]))
+            .map(|c| {
+                format!(
+                    "{} {} {}",
+                    c["endpoint"],
+                    c["body"]["paymentPayload"]["payload"]["authorization"]["nonce"],
+                    c["status"]
+                )
+            })
             .collect()
     };
     assert_eq!(
@@ -621,14 +682,25 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
         *by_tx.entry(tx).or_default() += 1;
     }
     assert_eq!(by_nonce.len(), 6, "six payments: {by_nonce:?}");
-    assert!(by_nonce.values().all(|&n| n == 1), "no payment settled twice: {by_nonce:?}");
+    assert!(
+        by_nonce.values().all(|&n| n == 1),
+        "no payment settled twice: {by_nonce:?}"
+    );
     for r in &results {
         let tx = r.payment_response.as_ref().expect("PAYMENT-RESPONSE")["transaction"]
             .as_str()
             .unwrap()
             .to_string();
-        assert_eq!(by_tx.get(&tx), Some(&1), "the 200's transaction {tx} was settled once");
-        assert_eq!(r.pay_to_received(), price as i128, "exactly the price moved");
+        assert_eq!(
+            by_tx.get(&tx),
+            Some(&1),
+            "the 200's transaction {tx} was settled once"
+        );
+        assert_eq!(
+            r.pay_to_received(),
+            price as i128,
+            "exactly the price moved"
+        );
     }
     assert_eq!(
         stack.usdc_balance(&stack.pay_to) - pay_to_start,

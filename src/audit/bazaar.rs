@@ -19,7 +19,9 @@ use tokio::sync::Semaphore;
 use url::Url;
 
 use super::challenge::{analyse, Analysis, Level, ProbeView};
-use super::discovery_index::{item_last_updated, item_networks, item_url, DiscoveryIndex, MerchantPages};
+use super::discovery_index::{
+    item_last_updated, item_networks, item_url, DiscoveryIndex, MerchantPages,
+};
 use super::networks::{self, Family};
 use super::onchain::Rpc;
 use super::{address, probe};

@@ -12,8 +12,7 @@ use serde_saphyr::Location;
 use url::Url;
 
 use super::{
-    env_nonempty, parse_http_url, raw, FacilitatorAuthSetting,
-    FacilitatorSettings, Reporter,
+    env_nonempty, parse_http_url, raw, FacilitatorAuthSetting, FacilitatorSettings, Reporter,
 };
 
 /// The name of the facilitator of the single form (`payment.facilitator`).
@@ -71,14 +70,25 @@ pub(super) fn validate(
                 "payment.facilitator and payment.facilitators are both set",
                 "keep one: `facilitator` for one facilitator, or `facilitators`, a list of named facilitator blocks in order of preference",
             );
-            vec![(DEFAULT_NAME.to_string(), f.url.referenced, f, "payment.facilitator".into())]
+            vec![(
+                DEFAULT_NAME.to_string(),
+                f.url.referenced,
+                f,
+                "payment.facilitator".into(),
+            )]
         }
         (Some(f), None) => {
-            vec![(DEFAULT_NAME.to_string(), f.url.referenced, f, "payment.facilitator".into())]
+            vec![(
+                DEFAULT_NAME.to_string(),
+                f.url.referenced,
+                f,
+                "payment.facilitator".into(),
+            )]
         }
         (None, Some(list)) => {
             if list.is_empty() {
-                r.unplaced("payment.facilitators is empty",
+                r.unplaced(
+                    "payment.facilitators is empty",
                     "list at least one facilitator (name, url, auth)",
                 );
             }
@@ -184,7 +194,8 @@ fn one(
         }
     };
     if f.pool_idle_timeout_ms > 60_000 {
-        r.unplaced(format!("{at}.pool_idle_timeout_ms must be at most 60000"),
+        r.unplaced(
+            format!("{at}.pool_idle_timeout_ms must be at most 60000"),
             "keep it below the facilitator's keep-alive (Node's is 5 s); the default is 4000",
         );
     }
@@ -204,17 +215,20 @@ fn failover_settings(r: &mut Reporter<'_>, raw: Option<raw::Failover>) -> Failov
         return FailoverSettings::default();
     };
     if !(1..=100).contains(&f.failures) {
-        r.unplaced("payment.failover.failures must be between 1 and 100",
+        r.unplaced(
+            "payment.failover.failures must be between 1 and 100",
             "the default 3 opens a facilitator's breaker after three failures in a row",
         );
     }
     if !(1..=3600).contains(&f.cooldown_s) {
-        r.unplaced("payment.failover.cooldown_s must be between 1 and 3600",
+        r.unplaced(
+            "payment.failover.cooldown_s must be between 1 and 3600",
             "the default is 30",
         );
     }
     if !(1..=3600).contains(&f.check_interval_s) {
-        r.unplaced("payment.failover.check_interval_s must be between 1 and 3600",
+        r.unplaced(
+            "payment.failover.check_interval_s must be between 1 and 3600",
             "the default is 10",
         );
     }
@@ -242,11 +256,17 @@ mod tests {
         std::fs::create_dir(dir.path().join("pipelines")).unwrap();
         for e in std::fs::read_dir(root.join("pipelines")).unwrap() {
             let p = e.unwrap().path();
-            std::fs::copy(&p, dir.path().join("pipelines").join(p.file_name().unwrap()))
-                .unwrap();
+            std::fs::copy(
+                &p,
+                dir.path().join("pipelines").join(p.file_name().unwrap()),
+            )
+            .unwrap();
         }
         let text = std::fs::read_to_string(root.join("routes.yaml")).unwrap();
-        assert!(text.contains(SINGLE), "the shipped routes.yaml changed its facilitator block");
+        assert!(
+            text.contains(SINGLE),
+            "the shipped routes.yaml changed its facilitator block"
+        );
         // Drop the single block (its indented lines) and put `block` in its place.
         let mut out = String::new();
         let mut skipping = false;
@@ -296,17 +316,36 @@ mod tests {
         let cfg = load_with_env(&path, &env(&[])).unwrap_or_else(|e| panic!("{e}"));
         let f = &cfg.payment.facilitators;
         assert_eq!(f.len(), 2);
-        assert_eq!((f[0].name.as_str(), f[1].name.as_str()), ("cdp", "self-hosted"));
+        assert_eq!(
+            (f[0].name.as_str(), f[1].name.as_str()),
+            ("cdp", "self-hosted")
+        );
         assert_eq!(f[1].settle_timeout.as_millis(), 20_000);
-        assert_eq!(f[0].settle_timeout.as_millis(), 30_000, "defaults as for the single form");
-        assert_eq!(cfg.payment.facilitator.name, "cdp", "`facilitator` is the first");
+        assert_eq!(
+            f[0].settle_timeout.as_millis(),
+            30_000,
+            "defaults as for the single form"
+        );
+        assert_eq!(
+            cfg.payment.facilitator.name, "cdp",
+            "`facilitator` is the first"
+        );
         assert_eq!(cfg.payment.failover.failures, 2);
         assert_eq!(cfg.payment.failover.cooldown.as_secs(), 5);
 
-        let cfg = load_with_env(&path, &env(&[("PAYCALL_FACILITATOR_URL", "http://127.0.0.1:9/")]))
-            .unwrap();
-        assert_eq!(cfg.payment.facilitators[0].url.as_str(), "http://127.0.0.1:9/");
-        assert_eq!(cfg.payment.facilitators[1].url.as_str(), "http://127.0.0.1:4021/");
+        let cfg = load_with_env(
+            &path,
+            &env(&[("PAYCALL_FACILITATOR_URL", "http://127.0.0.1:9/")]),
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.payment.facilitators[0].url.as_str(),
+            "http://127.0.0.1:9/"
+        );
+        assert_eq!(
+            cfg.payment.facilitators[1].url.as_str(),
+            "http://127.0.0.1:4021/"
+        );
     }
 
     #[test]
@@ -314,7 +353,10 @@ mod tests {
         let both = format!("{SINGLE}{TWO}");
         let (_d, path) = with(&both);
         let err = load_with_env(&path, &env(&[])).unwrap_err().to_string();
-        assert!(err.contains("payment.facilitator and payment.facilitators are both set"), "{err}");
+        assert!(
+            err.contains("payment.facilitator and payment.facilitators are both set"),
+            "{err}"
+        );
 
         let dup = "  facilitators:\n    - { name: a, url: http://127.0.0.1:1/ }\n    - { name: a, url: http://127.0.0.1:2/ }\n";
         let (_d, path) = with(dup);
@@ -334,7 +376,9 @@ mod tests {
         let err = load_with_env(&path, &env(&[])).unwrap_err().to_string();
         assert!(err.contains("payment.facilitator is missing"), "{err}");
 
-        let (_d, path) = with("  facilitators:\n    - { name: a, url: \"ftp://x\" }\n  failover: { failures: 0 }\n");
+        let (_d, path) = with(
+            "  facilitators:\n    - { name: a, url: \"ftp://x\" }\n  failover: { failures: 0 }\n",
+        );
         let err = load_with_env(&path, &env(&[])).unwrap_err().to_string();
         assert!(err.contains("payment.facilitators[0].url"), "{err}");
         assert!(err.contains("payment.failover.failures"), "{err}");

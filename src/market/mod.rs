@@ -16,6 +16,7 @@ pub mod spot;
 pub mod yields;
 
 pub use hub::{
-    first_ok, num, FailKind, Fresh, Limits, MarketHub, UpstreamError, RETRY_AFTER_S, UPSTREAM_ERRORS,
+    first_ok, num, FailKind, Fresh, Limits, MarketHub, UpstreamError, RETRY_AFTER_S,
+    UPSTREAM_ERRORS,
 };
 pub use source::SourceParams;

@@ -272,7 +272,9 @@ impl Metrics {
 
     /// The facilitator's breaker state (0 closed, 1 half-open, 2 open).
     pub fn facilitator_state(&self, name: &str, state: i64) {
-        self.facilitator_breaker.with_label_values(&[name]).set(state);
+        self.facilitator_breaker
+            .with_label_values(&[name])
+            .set(state);
     }
 
     /// A paid call's outcome, and its revenue when charged.

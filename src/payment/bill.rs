@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::paid::Billed;
-use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
+use crate::pipeline::{params, Artefact, BuildCtx, Exchange, Flow, Phase, Stage, StageFactory};
 
 pub const FACTORY: StageFactory = StageFactory {
     name: "bill",

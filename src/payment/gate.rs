@@ -26,7 +26,9 @@ use super::limits::VerifyLimiter;
 use super::local_check::{self, work_window, Refusal, RefusalKind};
 use super::paid::{Paid, Resume};
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
-use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 use crate::x402::bazaar::{bazaar_extension, BazaarInput, BazaarParam, JsonType};
 use crate::x402::challenge::payment_required;
 use crate::x402::codec::{decode_header, encode_header};
@@ -343,8 +345,12 @@ impl Gate {
                     return;
                 }
                 match outcome {
-                    Err(e) => tracing::warn!(error = %e, networks = ?still, "facilitator /supported failed; the Solana offer stays out of challenges"),
-                    Ok(_) => tracing::warn!(networks = ?still, "facilitator does not list a Solana feePayer; the Solana offer is left out"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, networks = ?still, "facilitator /supported failed; the Solana offer stays out of challenges")
+                    }
+                    Ok(_) => {
+                        tracing::warn!(networks = ?still, "facilitator does not list a Solana feePayer; the Solana offer is left out")
+                    }
                 }
             });
         }
@@ -1011,7 +1017,10 @@ mod tests {
         // Far past any real clock, so a warning elsewhere in this binary cannot interleave.
         let t = u64::MAX / 2;
         assert!(warn_due(t));
-        assert!(!warn_due(t + 1), "a second gate in the same minute stays quiet");
+        assert!(
+            !warn_due(t + 1),
+            "a second gate in the same minute stays quiet"
+        );
         assert!(!warn_due(t + 59_999));
         assert!(warn_due(t + 60_000));
     }

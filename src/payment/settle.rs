@@ -23,7 +23,9 @@ use super::confirm::{Authorization, Confirmer, Onchain, Payment, SolanaPayment};
 use super::gate::{reply_to_kept, Replayed};
 use super::ledger::{now_ms, Ledger, State, Store, Update};
 use super::paid::{Billed, Outcome, Paid, Resume, Settled};
-use crate::pipeline::{Artefact, params, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory};
+use crate::pipeline::{
+    params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
+};
 use crate::x402::codec::encode_header;
 use crate::x402::facilitator::{FacilitatorError, SettleOutcome};
 use crate::x402::facilitators::{Facilitators, Routed};

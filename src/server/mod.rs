@@ -521,9 +521,15 @@ pub async fn serve_live(
         tracing::info!(paid, "waiting for paid calls to settle before stopping");
         // Several facilitators: a verify may be asked of each, a settle of each unreachable one.
         let fs = &app.config.payment.facilitators;
-        let longest_settle = fs.iter().map(|f| f.settle_timeout).max().unwrap_or_default();
+        let longest_settle = fs
+            .iter()
+            .map(|f| f.settle_timeout)
+            .max()
+            .unwrap_or_default();
         let limit = longest_settle * 2
-            + fs.iter().map(|f| f.verify_timeout).sum::<std::time::Duration>()
+            + fs.iter()
+                .map(|f| f.verify_timeout)
+                .sum::<std::time::Duration>()
             + std::time::Duration::from_secs(30);
         if !app.paid_calls.drained(limit).await {
             tracing::error!(

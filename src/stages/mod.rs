@@ -88,7 +88,9 @@ mod tests {
         for f in REGISTRY {
             for need in f.needs {
                 assert!(
-                    REGISTRY.iter().any(|other| other.gives.iter().any(|g| g.is(need))),
+                    REGISTRY
+                        .iter()
+                        .any(|other| other.gives.iter().any(|g| g.is(need))),
                     "`{}` needs `{need:?}`, which no stage gives",
                     f.name
                 );

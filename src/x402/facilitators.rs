@@ -252,7 +252,9 @@ impl Facilitators {
                 State::Open => {
                     warn!(facilitator = %m.name, endpoint, error = error.map(FacilitatorError::code).unwrap_or(""), cooldown_s = self.rules.cooldown.as_secs(), "facilitator breaker open")
                 }
-                _ => info!(facilitator = %m.name, state = after.label(), "facilitator breaker {}", after.label()),
+                _ => {
+                    info!(facilitator = %m.name, state = after.label(), "facilitator breaker {}", after.label())
+                }
             }
             self.emit(Event::Breaker {
                 facilitator: &m.name,
@@ -516,9 +518,8 @@ fn merge_results(
         }
     }
     if ok.is_empty() {
-        return Err(first_err.unwrap_or_else(|| {
-            FacilitatorError::Unreachable("no facilitator configured".into())
-        }));
+        return Err(first_err
+            .unwrap_or_else(|| FacilitatorError::Unreachable("no facilitator configured".into())));
     }
     if ok.len() == 1 {
         return Ok(ok.remove(0));

@@ -211,7 +211,11 @@ mod tests {
             c(Support::NotListed, State::Closed),
             c(Support::Listed, State::Open),
         ];
-        assert_eq!(choose(&all), [1], "an open breaker is a last resort, an unlisted network never");
+        assert_eq!(
+            choose(&all),
+            [1],
+            "an open breaker is a last resort, an unlisted network never"
+        );
         assert!(choose(&[c(Support::NotListed, State::Closed)]).is_empty());
         assert!(choose(&[]).is_empty());
     }
