@@ -383,19 +383,8 @@ async fn a_demo_its_own_route_refuses_here_is_withdrawn_and_the_try_line_uses_th
     assert!(!listed.contains(&"bazaar-check"), "{listed:?}");
     assert!(listed.contains(&"pulse"), "{listed:?}");
 
-    let llms = client()
-        .get(server.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let section = llms
-        .split("- [/api/bazaar-check]")
-        .nth(1)
-        .and_then(|s| s.split("\n- [").next())
-        .expect("llms.txt lists /api/bazaar-check");
+    let llms = get_text(&server.url("/llms.txt")).await;
+    let section = llms_entry(&llms, "/api/bazaar-check").expect("llms.txt lists /api/bazaar-check");
     assert!(
         section.contains("/api/bazaar-check?url=paycall.example.com"),
         "{section}"

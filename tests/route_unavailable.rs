@@ -129,19 +129,8 @@ async fn a_route_without_its_provider_key_answers_503_before_any_challenge() {
             .any(|u| u["path"] == "/api/search"),
         "{well_known}"
     );
-    let llms = c
-        .get(server.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let search = llms
-        .split("- [/api/search]")
-        .nth(1)
-        .expect("search in llms.txt");
-    let search = search.split("\n- [").next().unwrap();
+    let llms = get_text(&server.url("/llms.txt")).await;
+    let search = llms_entry(&llms, "/api/search").expect("search in llms.txt");
     assert!(search.contains("Unavailable now"), "{search}");
     server.shutdown().await;
 }

@@ -571,6 +571,12 @@ pub async fn scrape(admin: &str) -> std::collections::BTreeMap<String, f64> {
     paycall::ops::metrics::parse_exposition(&r.text().await.unwrap())
 }
 
+/// The entry of route `path` in llms.txt: from its `- [path]` line to the next entry.
+pub fn llms_entry<'a>(llms: &'a str, path: &str) -> Option<&'a str> {
+    let rest = llms.split(&format!("- [{path}]")).nth(1)?;
+    rest.split("\n- [").next()
+}
+
 /// GET → the body as text (any status).
 pub async fn get_text(url: &str) -> String {
     client()
