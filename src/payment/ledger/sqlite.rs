@@ -1,11 +1,18 @@
 //! The SQLite backend: the zero-setup default for one instance (a file next to routes.yaml,
-//! WAL mode). rusqlite is synchronous: every call runs on the blocking pool behind one
-//! connection, which also serialises writers the way SQLite wants.
+//! WAL mode). rusqlite is synchronous: one thread of its own owns the one connection and runs
+//! the calls in the order they arrive, which also serialises writers the way SQLite wants.
+//! Callers wait for their answer in async land. Running each call on tokio's blocking pool
+//! behind a mutex instead parked up to 512 pool threads on it when 1,000 paid calls came at
+//! once (issue 17's soak: 520 threads, 167 MB at the peak and 97 MB ten seconds later, against
+//! 120 MB and 43 MB with this thread), and a queue that a hot thread drains needs no hand-off
+//! between calls.
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
+use tokio::sync::oneshot;
 
 use super::model::{Binding, Claim, NewPayment, Row, State, Update, SCHEMA_VERSION};
 use super::store::{LedgerError, ReportQuery, Store, COLS, COLS_NO_BODY, FINAL_STATES};
@@ -35,18 +42,19 @@ pub const MEMORY: &str = ":memory:";
 
 pub struct Sqlite {
     path: PathBuf,
-    conn: Arc<Mutex<Connection>>,
+    /// The connection's thread stops when this sender is dropped with the store.
+    jobs: mpsc::Sender<Job>,
 }
+
+/// One call, run on the connection's thread; it sends its own answer.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 impl Sqlite {
     /// Opens (creating) the file in WAL mode.
     pub fn open(path: &Path) -> Result<Sqlite, LedgerError> {
         if path.as_os_str() == MEMORY {
             let conn = Connection::open_in_memory().map_err(unavailable)?;
-            return Ok(Sqlite {
-                path: path.to_path_buf(),
-                conn: Arc::new(Mutex::new(conn)),
-            });
+            return Sqlite::serve(path, conn);
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
@@ -60,9 +68,27 @@ impl Sqlite {
             .map_err(unavailable)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(unavailable)?;
+        Sqlite::serve(path, conn)
+    }
+
+    /// Starts the thread that owns `conn`.
+    fn serve(path: &Path, mut conn: Connection) -> Result<Sqlite, LedgerError> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("ledger-sqlite".to_string())
+            .spawn(move || {
+                for job in queue {
+                    // A panicking call loses its own answer (its caller sees an error), not the
+                    // ledger.
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut conn)));
+                }
+            })
+            .map_err(|e| {
+                LedgerError::Unavailable(format!("cannot start the ledger thread: {e}"))
+            })?;
         Ok(Sqlite {
             path: path.to_path_buf(),
-            conn: Arc::new(Mutex::new(conn)),
+            jobs,
         })
     }
 
@@ -74,13 +100,16 @@ impl Sqlite {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, LedgerError> + Send + 'static,
     ) -> Result<T, LedgerError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut c)
-        })
-        .await
-        .map_err(|e| LedgerError::Unavailable(format!("ledger task failed: {e}")))?
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |c| {
+            let _ = answer.send(f(c));
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| LedgerError::Unavailable("the ledger thread has stopped".to_string()))?;
+        answered
+            .await
+            .map_err(|_| LedgerError::Unavailable("ledger task failed".to_string()))?
     }
 }
 
