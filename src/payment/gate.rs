@@ -26,6 +26,7 @@ use super::limits::VerifyLimiter;
 use super::local_check::{self, work_window, Refusal, RefusalKind};
 use super::paid::{Paid, Resume};
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
+use crate::pipeline::reply_headers::common_headers;
 use crate::pipeline::{
     params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
 };
@@ -389,7 +390,7 @@ impl Gate {
         let (offers, missing_fee_payer) = self.offers_now();
         let ready = |method: &Method, message: &str| {
             let mut r = self.render_challenge(None, method, "Payment required", message, &offers);
-            crate::server::respond::common_headers(r.status, &mut r.headers);
+            common_headers(r.status, &mut r.headers);
             // The same URL answers JSON or, to a browser, the HTML page (challenge_page): a
             // cache between must key on Accept.
             r.headers

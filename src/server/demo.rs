@@ -37,6 +37,7 @@ use warp::Filter;
 use super::{respond, App, RouteEntry};
 use crate::config::{Config, ConfigError, RouteSpec};
 use crate::pipeline::exchange::new_request_id;
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::{self, Exchange, Reply};
 
 /// How long a failed sample is reused (capped by the route's own TTL).
@@ -306,7 +307,7 @@ pub async fn handle(
     remote: Option<SocketAddr>,
 ) -> Reply {
     if *method == Method::OPTIONS {
-        return respond::cors_preflight();
+        return cors_preflight();
     }
     if !matches!(*method, Method::GET | Method::HEAD) {
         return Reply::error(

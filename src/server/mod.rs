@@ -24,6 +24,7 @@ use warp::filters::BoxedFilter;
 use warp::Filter;
 
 use crate::config::{Config, ConfigError, ConfigErrors, RouteSpec};
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::{self, BuildCtx, Chain, Exchange, Reply, Services, StageFactory};
 use crate::stages::REGISTRY;
 
@@ -288,7 +289,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
         .and(warp::method())
         .map(|p: warp::path::FullPath, m: Method| {
             let r = if m == Method::OPTIONS {
-                respond::cors_preflight()
+                cors_preflight()
             } else {
                 Reply::error(
                     StatusCode::NOT_FOUND,
@@ -337,7 +338,7 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
         inc.method == Method::OPTIONS && inc.headers.contains_key("access-control-request-method");
     if is_preflight || (inc.method == Method::OPTIONS && !spec.is_paid()) {
         return respond::to_response(
-            respond::cors_preflight(),
+            cors_preflight(),
             &crate::pipeline::exchange::new_request_id(),
         );
     }

@@ -38,6 +38,7 @@ use warp::Filter;
 use super::{respond, App, RouteEntry};
 use crate::config::{Config, RouteSpec};
 use crate::pipeline::exchange::new_request_id;
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::Reply;
 
 pub const WELL_KNOWN_PATH: &str = "/.well-known/x402";
@@ -133,7 +134,7 @@ async fn answer(
     method: &Method,
 ) -> Reply {
     if *method == Method::OPTIONS {
-        return respond::cors_preflight();
+        return cors_preflight();
     }
     if !matches!(*method, Method::GET | Method::HEAD) {
         return Reply::error(
