@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::payment::readiness::{self, Readiness};
 use crate::pipeline::now_iso;
 use crate::server::App;
 
@@ -188,7 +189,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
         "config": app.stamp.to_json(),
         "facilitator": facilitator,
         "facilitators": pool.map(|p| p.status()).unwrap_or_else(|| json!([])),
-        "networks": crate::payment::readiness::status_of(app),
+        "networks": readiness::status_of(app.services.get::<Readiness>().as_deref(), &app.config),
         "routes": routes,
     })
 }
