@@ -40,6 +40,7 @@ use crate::config::{Config, RouteSpec};
 use crate::pipeline::exchange::new_request_id;
 use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::Reply;
+use crate::x402::facilitators::Facilitators;
 
 pub const WELL_KNOWN_PATH: &str = "/.well-known/x402";
 pub const OPENAPI_PATH: &str = "/openapi.json";
@@ -103,7 +104,10 @@ fn availability_key(app: &App) -> Vec<Option<String>> {
 
 pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
     let docs = Arc::new(DocCache::new(&app));
-    let probe = Arc::new(FacilitatorProbe::new(&app.config));
+    let probe = Arc::new(FacilitatorProbe::new(
+        &app.config,
+        app.services.get::<Facilitators>(),
+    ));
     warp::path::full()
         .and(warp::method())
         .and_then(move |full: warp::path::FullPath, method: Method| {
