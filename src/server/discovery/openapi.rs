@@ -420,23 +420,6 @@ pub fn openapi(app: &App) -> Value {
             "description": "backup: serves the same routes",
         }));
     }
-    let mut paths = Map::new();
-    for entry in &app.routes {
-        let mut item = Map::new();
-        for m in &entry.spec.methods {
-            item.insert(
-                m.as_str().to_ascii_lowercase(),
-                operation(app, entry, m, &stamp_time),
-            );
-        }
-        paths.insert(entry.spec.path.clone(), Value::Object(item));
-    }
-    for entry in demo::demo_routes(app) {
-        paths.insert(
-            format!("/api/demo/{}", entry.spec.name),
-            json!({ "get": demo_operation(app, entry) }),
-        );
-    }
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -447,16 +430,45 @@ pub fn openapi(app: &App) -> Value {
         },
         "servers": servers,
         "x-discovery": { "llmsTxtUrl": format!("{}{LLMS_PATH}", origin(config)) },
-        "paths": paths,
-        "components": {
-          "securitySchemes": { SECURITY_SCHEME: {
+        "paths": paths(app, &stamp_time),
+        "components": components(),
+    })
+}
+
+/// `paths`: every route's operations, one per method, then the demo twins.
+fn paths(app: &App, stamp_time: &str) -> Map<String, Value> {
+    let mut paths = Map::new();
+    for entry in &app.routes {
+        let mut item = Map::new();
+        for m in &entry.spec.methods {
+            item.insert(
+                m.as_str().to_ascii_lowercase(),
+                operation(app, entry, m, stamp_time),
+            );
+        }
+        paths.insert(entry.spec.path.clone(), Value::Object(item));
+    }
+    for entry in demo::demo_routes(app) {
+        paths.insert(
+            format!("/api/demo/{}", entry.spec.name),
+            json!({ "get": demo_operation(app, entry) }),
+        );
+    }
+    paths
+}
+
+/// `components`: the x402 security scheme and the shared schemas (Error, Priced,
+/// DemoEnvelope).
+fn components() -> Value {
+    json!({
+        "securitySchemes": { SECURITY_SCHEME: {
             "type": "apiKey",
             "in": "header",
             "name": "PAYMENT-SIGNATURE",
             "description": "x402 v2: the base64 JSON payment payload signed for one offer of the \
                 route's 402 challenge (PAYMENT-REQUIRED header). No account, no key.",
-          } },
-          "schemas": {
+        } },
+        "schemas": {
             "Error": {
                 "type": "object",
                 "required": ["error", "message"],
@@ -488,7 +500,7 @@ pub fn openapi(app: &App) -> Value {
                     "sample": { "type": "object" },
                 },
             },
-        } },
+        },
     })
 }
 
