@@ -12,8 +12,9 @@
 //!   from the domain (`audit::address`, `net::guard`, `x402::price`) and the ledger's settings
 //!   type from `payment`.
 //!
-//! Two imports still point up: `payment::gate` uses `server::respond::common_headers`, and
-//! `payment::readiness::status_of` reads `server::App`.
+//! So `server` → `payment` → `pipeline`, never back: what the payment gate shares with the
+//! server (the headers every answer carries) lives in `pipeline::reply_headers`, and /status
+//! hands `payment::readiness` what it reads rather than the `App`.
 
 // A stage's early answer is an `Err(Reply)` (status, headers, JSON body): built once per refused
 // request on a cold path, so boxing it everywhere would buy nothing but noise. The payment state

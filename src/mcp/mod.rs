@@ -27,6 +27,7 @@ use warp::Filter;
 
 use crate::payment::gate::{SoldAs, HEADER_SIGNATURE};
 use crate::pipeline::exchange::new_request_id;
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::{self, Exchange, Reply};
 use crate::server::{self, respond, App};
 use crate::x402::codec::encode_header;
@@ -101,7 +102,7 @@ pub async fn answer(
         return rpc_reply(StatusCode::FORBIDDEN, &e.to_json());
     }
     if method == Method::OPTIONS {
-        let mut r = respond::cors_preflight();
+        let mut r = cors_preflight();
         r.headers.insert(
             "access-control-allow-headers",
             HeaderValue::from_static(

@@ -229,67 +229,9 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 /// The page for `facts` and the offers of the challenge (`accepts`, as sent). Pure.
 pub fn render(facts: &RouteFacts, offers: &[Value]) -> String {
     let e = escape;
-    let mut price_rows = String::new();
-    for offer in offers {
-        let network = str_of(offer, "network");
-        let (label, decimals) = facts
-            .networks
-            .iter()
-            .find(|(n, _, _)| n == network)
-            .map(|(_, l, d)| (l.clone(), *d))
-            .unwrap_or_else(|| (network.to_string(), 6));
-        let amount = str_of(offer, "amount");
-        let shown = atomic_to_decimal(amount, decimals)
-            .map(|a| format!("{a} USDC"))
-            .unwrap_or_else(|| format!("{amount} (atomic units)"));
-        price_rows.push_str(&format!(
-            "<tr><td>{}<br><code>{}</code></td><td><b>{}</b><br><small>{} atomic units of <code>{}</code></small></td><td><code>{}</code></td></tr>\n",
-            e(&label),
-            e(network),
-            e(&shown),
-            e(amount),
-            e(str_of(offer, "asset")),
-            e(str_of(offer, "payTo")),
-        ));
-    }
-    if price_rows.is_empty() {
-        price_rows.push_str(
-            "<tr><td colspan=\"3\">No network can be paid right now; try again later.</td></tr>\n",
-        );
-    }
-
-    let mut param_rows = String::new();
-    for (name, ty, required, description) in &facts.params {
-        param_rows.push_str(&format!(
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            e(name),
-            e(ty),
-            if *required { "yes" } else { "no" },
-            e(description),
-        ));
-    }
-    let params = if param_rows.is_empty() {
-        "<p>No input.</p>".to_string()
-    } else {
-        format!(
-            "<table><thead><tr><th>Input</th><th>Type</th><th>Required</th><th>Meaning</th></tr></thead>\n<tbody>\n{param_rows}</tbody></table>"
-        )
-    };
-
-    let demo = match &facts.demo {
-        Some(url) => format!(
-            "<p class=\"demo\">Try it free: <a href=\"{}\">{}</a>{}</p>",
-            e(url),
-            e(url),
-            if facts.demo_describe.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}.", e(&facts.demo_describe))
-            }
-        ),
-        None => String::new(),
-    };
-
+    let price_rows = price_rows(facts, offers);
+    let params = params_table(facts);
+    let demo = demo_line(facts);
     let methods = facts.methods.join(", ");
     let title = format!("{} — {} — 402 Payment Required", facts.path, facts.service);
     format!(
@@ -351,6 +293,80 @@ footer {{ margin-top: 2rem; font-size: .85rem; color: #59636e; }}
         name = e(&facts.name),
         service = e(&facts.service),
     )
+}
+
+/// One table row per offer: network, price in USDC and atomic units, payee.
+fn price_rows(facts: &RouteFacts, offers: &[Value]) -> String {
+    let e = escape;
+    let mut price_rows = String::new();
+    for offer in offers {
+        let network = str_of(offer, "network");
+        let (label, decimals) = facts
+            .networks
+            .iter()
+            .find(|(n, _, _)| n == network)
+            .map(|(_, l, d)| (l.clone(), *d))
+            .unwrap_or_else(|| (network.to_string(), 6));
+        let amount = str_of(offer, "amount");
+        let shown = atomic_to_decimal(amount, decimals)
+            .map(|a| format!("{a} USDC"))
+            .unwrap_or_else(|| format!("{amount} (atomic units)"));
+        price_rows.push_str(&format!(
+            "<tr><td>{}<br><code>{}</code></td><td><b>{}</b><br><small>{} atomic units of <code>{}</code></small></td><td><code>{}</code></td></tr>\n",
+            e(&label),
+            e(network),
+            e(&shown),
+            e(amount),
+            e(str_of(offer, "asset")),
+            e(str_of(offer, "payTo")),
+        ));
+    }
+    if price_rows.is_empty() {
+        price_rows.push_str(
+            "<tr><td colspan=\"3\">No network can be paid right now; try again later.</td></tr>\n",
+        );
+    }
+    price_rows
+}
+
+/// The input table, or a line saying there is none.
+fn params_table(facts: &RouteFacts) -> String {
+    let e = escape;
+    let mut param_rows = String::new();
+    for (name, ty, required, description) in &facts.params {
+        param_rows.push_str(&format!(
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            e(name),
+            e(ty),
+            if *required { "yes" } else { "no" },
+            e(description),
+        ));
+    }
+    if param_rows.is_empty() {
+        "<p>No input.</p>".to_string()
+    } else {
+        format!(
+            "<table><thead><tr><th>Input</th><th>Type</th><th>Required</th><th>Meaning</th></tr></thead>\n<tbody>\n{param_rows}</tbody></table>"
+        )
+    }
+}
+
+/// The free sample's link, when the route has one.
+fn demo_line(facts: &RouteFacts) -> String {
+    let e = escape;
+    match &facts.demo {
+        Some(url) => format!(
+            "<p class=\"demo\">Try it free: <a href=\"{}\">{}</a>{}</p>",
+            e(url),
+            e(url),
+            if facts.demo_describe.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}.", e(&facts.demo_describe))
+            }
+        ),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -20,12 +20,13 @@ use std::sync::Arc;
 
 use super::identifier;
 use super::ledger::{
-    now_ms, Binding, Claim, KeptReply, Ledger, LedgerError, NewPayment, Row, State, Update,
+    now_ms, Binding, Claim, KeptReply, Ledger, LedgerError, NewPayment, Row, State, Store, Update,
 };
 use super::limits::VerifyLimiter;
 use super::local_check::{self, work_window, Refusal, RefusalKind};
 use super::paid::{Paid, Resume};
 use crate::config::{AcceptOption, Config, ParamType, RouteSpec};
+use crate::pipeline::reply_headers::common_headers;
 use crate::pipeline::{
     params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
 };
@@ -389,7 +390,7 @@ impl Gate {
         let (offers, missing_fee_payer) = self.offers_now();
         let ready = |method: &Method, message: &str| {
             let mut r = self.render_challenge(None, method, "Payment required", message, &offers);
-            crate::server::respond::common_headers(r.status, &mut r.headers);
+            common_headers(r.status, &mut r.headers);
             // The same URL answers JSON or, to a browser, the HTML page (challenge_page): a
             // cache between must key on Accept.
             r.headers
@@ -485,50 +486,78 @@ impl Stage for Gate {
     }
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
+        let sold = ex.slots.get::<SoldAs>().cloned();
+        let sold = sold.as_ref();
+        // A HEAD or OPTIONS probe is answered the challenge, payment header or not.
+        let probe = matches!(ex.method, Method::OPTIONS | Method::HEAD);
         let header = ex
             .headers
             .get(HEADER_SIGNATURE)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let probe = matches!(ex.method, Method::OPTIONS | Method::HEAD);
-        let sold = ex.slots.get::<SoldAs>().cloned();
-        let sold = sold.as_ref();
-        let Some(header) = header.filter(|_| !probe) else {
-            let v1_header = ex.headers.contains_key("x-payment");
-            ex.reply = Some(match sold {
-                // A browser (HTML preferred) gets the same 402 as a page; MCP tool calls never.
-                None if super::challenge_page::wants_html(&ex.headers) => {
-                    self.page.reply(&self.unpaid_reply(&ex.method, v1_header))
-                }
-                None => self.unpaid_reply(&ex.method, v1_header),
-                Some(_) => {
-                    let msg = if v1_header { MSG_V1 } else { MSG_PAY };
-                    self.challenge(sold, &ex.method, "Payment required", msg)
-                }
-            });
-            return Flow::Reply;
+            .map(str::to_string)
+            .filter(|_| !probe);
+        let Some(header) = header else {
+            return self.answer_unpaid(ex, sold);
         };
-        let payload = match decode_header(&header) {
-            Ok(v) => v,
-            Err(e) => {
-                return ex.fail(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_payment_header",
-                    format!("PAYMENT-SIGNATURE is not base64 JSON of an x402 payload: {e}"),
-                )
+        self.take_payment(ex, &header, sold)
+            .await
+            .unwrap_or_else(|answered| answered)
+    }
+}
+
+/// The paid path, one step per method, in the order they run (docs/decisions.md#order-of-checks,
+/// docs/ledger.md). Each step either hands on what the next one needs, or answers the exchange
+/// (its reply set) and returns `Err` with the flow `run` returns.
+impl Gate {
+    /// A request with a payment: judge the header, claim the payment in the ledger, the verify
+    /// rate limits, the facilitator's verify.
+    async fn take_payment(
+        &self,
+        ex: &mut Exchange,
+        header: &str,
+        sold: Option<&SoldAs>,
+    ) -> Result<Flow, Flow> {
+        let judged = self.judge(ex, header, sold).await?;
+        let store = match self.ledger.store().await {
+            Ok(s) => s,
+            Err(e) => return Err(self.ledger_down(ex, &e)),
+        };
+        let paid = self.claim(ex, store.as_ref(), header, judged).await?;
+        self.within_verify_limits(ex, store.as_ref(), &paid).await?;
+        Ok(self.verify(ex, store.as_ref(), paid, sold).await)
+    }
+
+    /// No payment (or a probe): the 402, ready-made when it can be.
+    fn answer_unpaid(&self, ex: &mut Exchange, sold: Option<&SoldAs>) -> Flow {
+        let v1_header = ex.headers.contains_key("x-payment");
+        ex.reply = Some(match sold {
+            // A browser (HTML preferred) gets the same 402 as a page; MCP tool calls never.
+            None if super::challenge_page::wants_html(&ex.headers) => {
+                self.page.reply(&self.unpaid_reply(&ex.method, v1_header))
             }
-        };
-        if let Err(e) = check_payload_shape(&payload) {
-            return ex.fail(
-                StatusCode::BAD_REQUEST,
-                "invalid_payment_header",
-                format!("PAYMENT-SIGNATURE is not an x402 v2 payment payload: {e}"),
-            );
-        }
+            None => self.unpaid_reply(&ex.method, v1_header),
+            Some(_) => {
+                let msg = if v1_header { MSG_V1 } else { MSG_PAY };
+                self.challenge(sold, &ex.method, "Payment required", msg)
+            }
+        });
+        Flow::Reply
+    }
+
+    /// Everything judged of the payment header before the ledger: decoded, the input valid,
+    /// an offer of ours matched, the resource ours, a payment key, the local checks, the
+    /// payment-identifier. The payment as settle will know it, minus the payer.
+    async fn judge(
+        &self,
+        ex: &mut Exchange,
+        header: &str,
+        sold: Option<&SoldAs>,
+    ) -> Result<Paid, Flow> {
+        let payload = decode_payment(ex, header)?;
         // Bad input with a payment attached is a 400 before the facilitator (docs/payments.md).
         if let Some(r) = ex.input_error.take() {
             ex.reply = Some(r);
-            return Flow::Reply;
+            return Err(Flow::Reply);
         }
         let offers = self.offers();
         let accepted = payload.get("accepted").cloned().unwrap_or(Value::Null);
@@ -539,78 +568,36 @@ impl Stage for Gate {
                 "No matching payment requirements",
                 "the signed offer does not match any current offer of this route; pay one of `accepts` as it is",
             ));
-            return Flow::Reply;
+            return Err(Flow::Reply);
         };
         if let Some(r) = self.check_resource(&payload, sold) {
-            return ex.fail(StatusCode::BAD_REQUEST, "invalid_payment", r);
+            return Err(ex.fail(StatusCode::BAD_REQUEST, "invalid_payment", r));
         }
         let Some(key) = payment_key(&payload) else {
-            return ex.fail(
+            return Err(ex.fail(
                 StatusCode::BAD_REQUEST,
                 "invalid_payment_header",
                 "the payment carries no authorization nonce or transaction",
-            );
+            ));
         };
         // Judge what can be judged locally before any facilitator call (docs/payment-checks.md).
         // A window that closed while the payment's settlement was in doubt does not stop its
         // resume: the money may have moved, and the kept reply is the buyer's.
         if let Err(r) = local_check::check(&payload, &offer, unix_now(), work_window(&offer)) {
-            let resumes = r.is_window() && self.money_in_motion(&key, &header).await;
+            let resumes = r.is_window() && self.money_in_motion(&key, header).await;
             if !resumes {
-                return self.refuse_locally(ex, r);
+                return Err(self.refuse_locally(ex, r));
             }
         }
         let pid = match identifier::parse(&payload) {
             Ok(p) => p,
-            Err(e) => return ex.fail(StatusCode::BAD_REQUEST, "invalid_payment_identifier", e),
+            Err(e) => {
+                return Err(ex.fail(StatusCode::BAD_REQUEST, "invalid_payment_identifier", e))
+            }
         };
         let valid_before = valid_before(&payload)
             .unwrap_or_else(|| now_ms() / 1000 + offer.max_timeout_seconds as i64);
-        let store = match self.ledger.store().await {
-            Ok(s) => s,
-            Err(e) => return self.ledger_down(ex, &e),
-        };
-        let binding = Binding {
-            route: ex.route.path.clone(),
-            method: ex.method.as_str().to_string(),
-            input_hash: input_hash(&ex.input),
-        };
-        let header_hash = sha256_hex(header.as_bytes());
-        if let Some(pid) = &pid {
-            match store.by_pid(&binding.route, pid).await {
-                Ok(Some(row)) if row.key != key || row.header_hash != header_hash => {
-                    return ex.fail(
-                        StatusCode::CONFLICT,
-                        "payment_identifier_conflict",
-                        "this payment-identifier id was already used with another payment on this route; use a new id for a new payment",
-                    )
-                }
-                Ok(_) => {}
-                Err(e) => return self.ledger_down(ex, &e),
-            }
-        }
-        let new = NewPayment {
-            key: key.clone(),
-            binding,
-            header_hash: header_hash.clone(),
-            pid: pid.clone(),
-            amount: offer.amount.clone(),
-            asset: offer.asset.clone(),
-            network: offer.network.clone(),
-            pay_to: offer.pay_to.clone(),
-            payer: payer_named(&payload),
-            request_id: ex.id.clone(),
-            valid_before,
-        };
-        let lease_ms = self.ledger.settings.lease.as_millis() as i64;
-        let claim = match store
-            .claim(&new, self.ledger.owner(), now_ms(), lease_ms)
-            .await
-        {
-            Ok(c) => c,
-            Err(e) => return self.ledger_down(ex, &e),
-        };
-        let mut paid = Paid {
+        Ok(Paid {
             payload,
             offer,
             key,
@@ -618,84 +605,154 @@ impl Stage for Gate {
             pid,
             valid_before,
             resume: None,
+        })
+    }
+
+    /// Claims the payment in the ledger for this call; a payment met before is worked again,
+    /// served its kept reply, resumed or refused (`decide_takeover`).
+    async fn claim(
+        &self,
+        ex: &mut Exchange,
+        store: &dyn Store,
+        header: &str,
+        paid: Paid,
+    ) -> Result<Paid, Flow> {
+        let binding = Binding {
+            route: ex.route.path.clone(),
+            method: ex.method.as_str().to_string(),
+            input_hash: input_hash(&ex.input),
         };
-        let release = Update {
-            release: true,
-            ..Default::default()
+        let header_hash = sha256_hex(header.as_bytes());
+        if let Some(pid) = &paid.pid {
+            match store.by_pid(&binding.route, pid).await {
+                Ok(Some(row)) if row.key != paid.key || row.header_hash != header_hash => {
+                    return Err(ex.fail(
+                        StatusCode::CONFLICT,
+                        "payment_identifier_conflict",
+                        MSG_PID_CONFLICT,
+                    ))
+                }
+                Ok(_) => {}
+                Err(e) => return Err(self.ledger_down(ex, &e)),
+            }
+        }
+        let new = NewPayment {
+            key: paid.key.clone(),
+            binding,
+            header_hash: header_hash.clone(),
+            pid: paid.pid.clone(),
+            amount: paid.offer.amount.clone(),
+            asset: paid.offer.asset.clone(),
+            network: paid.offer.network.clone(),
+            pay_to: paid.offer.pay_to.clone(),
+            payer: payer_named(&paid.payload),
+            request_id: ex.id.clone(),
+            valid_before: paid.valid_before,
+        };
+        let lease_ms = self.ledger.settings.lease.as_millis() as i64;
+        let claim = match store
+            .claim(&new, self.ledger.owner(), now_ms(), lease_ms)
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => return Err(self.ledger_down(ex, &e)),
         };
         match claim {
-            Claim::Fresh => {}
-            Claim::PidTaken => {
-                return ex.fail(
-                    StatusCode::CONFLICT,
-                    "payment_identifier_conflict",
-                    "this payment-identifier id was already used with another payment on this route; use a new id for a new payment",
-                )
+            Claim::Fresh => Ok(paid),
+            Claim::PidTaken => Err(ex.fail(
+                StatusCode::CONFLICT,
+                "payment_identifier_conflict",
+                MSG_PID_CONFLICT,
+            )),
+            Claim::Mismatch(_) => Err(ex.fail(
+                StatusCode::CONFLICT,
+                "payment_bound_elsewhere",
+                "this payment was first presented for another route, method or input; a payment pays for one call only",
+            )),
+            Claim::Busy(_) => Err(ex.fail_with(
+                StatusCode::CONFLICT,
+                "payment_in_flight",
+                "this payment is being worked by another request; repeat the same request after Retry-After seconds for its answer",
+                &[("retry-after", "2")],
+            )),
+            Claim::Taken(row) => self.take_over(ex, store, &header_hash, row, paid).await,
+        }
+    }
+
+    /// A payment the ledger knew already (`decide_takeover`): worked again, served its kept
+    /// reply, resumed (settle confirms the money) or refused.
+    async fn take_over(
+        &self,
+        ex: &mut Exchange,
+        store: &dyn Store,
+        header_hash: &str,
+        row: Row,
+        mut paid: Paid,
+    ) -> Result<Paid, Flow> {
+        match decide_takeover(&row, header_hash, self.ledger.settings.max_attempts) {
+            Takeover::Work => Ok(paid),
+            Takeover::Serve => {
+                self.release(store, &paid.key).await;
+                ex.reply = row.reply.as_ref().map(kept_to_reply);
+                ex.slots.put(Replayed);
+                Err(Flow::Reply)
             }
-            Claim::Mismatch(_) => {
-                return ex.fail(
-                    StatusCode::CONFLICT,
-                    "payment_bound_elsewhere",
-                    "this payment was first presented for another route, method or input; a payment pays for one call only",
-                )
+            Takeover::Resume => {
+                paid.payer = row.payer.clone();
+                ex.reply = Some(
+                    row.reply
+                        .as_ref()
+                        .map(kept_to_reply)
+                        .unwrap_or_else(|| Reply::error(StatusCode::OK, "reply_not_kept", "")),
+                );
+                paid.resume = Some(Resume { row });
+                ex.slots.put(paid);
+                Err(Flow::Reply)
             }
-            Claim::Busy(_) => {
-                return ex.fail_with(
-                    StatusCode::CONFLICT,
-                    "payment_in_flight",
-                    "this payment is being worked by another request; repeat the same request after Retry-After seconds for its answer",
-                    &[("retry-after", "2")],
-                )
-            }
-            Claim::Taken(row) => {
-                let takeover = decide_takeover(&row, &header_hash, self.ledger.settings.max_attempts);
-                match takeover {
-                    Takeover::Work => {}
-                    Takeover::Serve => {
-                        let _ = store.update(&paid.key, self.ledger.owner(), &release, now_ms()).await;
-                        ex.reply = row.reply.as_ref().map(kept_to_reply);
-                        ex.slots.put(Replayed);
-                        return Flow::Reply;
-                    }
-                    Takeover::Resume => {
-                        paid.payer = row.payer.clone();
-                        ex.reply = Some(
-                            row.reply
-                                .as_ref()
-                                .map(kept_to_reply)
-                                .unwrap_or_else(|| Reply::error(StatusCode::OK, "reply_not_kept", "")),
-                        );
-                        paid.resume = Some(Resume { row });
-                        ex.slots.put(paid);
-                        return Flow::Reply;
-                    }
-                    Takeover::Refuse(status, code, message) => {
-                        let _ = store.update(&paid.key, self.ledger.owner(), &release, now_ms()).await;
-                        return ex.fail(status, code, message);
-                    }
-                }
+            Takeover::Refuse(status, code, message) => {
+                self.release(store, &paid.key).await;
+                Err(ex.fail(status, code, message))
             }
         }
+    }
+
+    /// The /verify rate limits per payer and per client (429, the claim released).
+    async fn within_verify_limits(
+        &self,
+        ex: &mut Exchange,
+        store: &dyn Store,
+        paid: &Paid,
+    ) -> Result<(), Flow> {
         let client =
             crate::net::client_ip::client_key(ex.remote, &ex.headers, &self.trusted_proxies);
-        if let Err(limited) = self
+        let Err(limited) = self
             .limiter
             .check(payer_named(&paid.payload).as_deref(), client)
-        {
-            let _ = store
-                .update(&paid.key, self.ledger.owner(), &release, now_ms())
-                .await;
-            let retry = limited.retry_after_s.to_string();
-            return ex.fail_with(
-                StatusCode::TOO_MANY_REQUESTS,
-                "verify_rate_limited",
-                format!(
-                    "too many payments to verify from this {} in the last minute; nothing was charged, retry after Retry-After seconds",
-                    limited.by
-                ),
-                &[("retry-after", &retry)],
-            );
-        }
+        else {
+            return Ok(());
+        };
+        self.release(store, &paid.key).await;
+        let retry = limited.retry_after_s.to_string();
+        Err(ex.fail_with(
+            StatusCode::TOO_MANY_REQUESTS,
+            "verify_rate_limited",
+            format!(
+                "too many payments to verify from this {} in the last minute; nothing was charged, retry after Retry-After seconds",
+                limited.by
+            ),
+            &[("retry-after", &retry)],
+        ))
+    }
+
+    /// The facilitator's verify: valid → the payment goes on to the work, recorded verified;
+    /// refused → the 402 with its reason; no verdict → 502/504. Neither of the last two charges.
+    async fn verify(
+        &self,
+        ex: &mut Exchange,
+        store: &dyn Store,
+        mut paid: Paid,
+        sold: Option<&SoldAs>,
+    ) -> Flow {
         let routed = self.facilitator.verify(&paid.payload, &paid.offer).await;
         if let Some(by) = routed.by {
             ex.slots.put(super::paid::FacilitatorUsed(by));
@@ -758,6 +815,40 @@ impl Stage for Gate {
             }
         }
     }
+
+    /// Lets the next request take the payment (no state change): this one answers without
+    /// working it.
+    async fn release(&self, store: &dyn Store, key: &str) {
+        let release = Update {
+            release: true,
+            ..Default::default()
+        };
+        let _ = store
+            .update(key, self.ledger.owner(), &release, now_ms())
+            .await;
+    }
+}
+
+const MSG_PID_CONFLICT: &str = "this payment-identifier id was already used with another payment on this route; use a new id for a new payment";
+
+/// The PAYMENT-SIGNATURE header decoded: base64 JSON (else 400) of an x402 v2 payload (else
+/// 400).
+fn decode_payment(ex: &mut Exchange, header: &str) -> Result<Value, Flow> {
+    let payload = decode_header(header).map_err(|e| {
+        ex.fail(
+            StatusCode::BAD_REQUEST,
+            "invalid_payment_header",
+            format!("PAYMENT-SIGNATURE is not base64 JSON of an x402 payload: {e}"),
+        )
+    })?;
+    if let Err(e) = check_payload_shape(&payload) {
+        return Err(ex.fail(
+            StatusCode::BAD_REQUEST,
+            "invalid_payment_header",
+            format!("PAYMENT-SIGNATURE is not an x402 v2 payment payload: {e}"),
+        ));
+    }
+    Ok(payload)
 }
 
 /// Whether the missing-feePayer warning is due (at most one a minute for the process, whatever

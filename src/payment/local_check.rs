@@ -335,46 +335,24 @@ fn same_address(evm: bool, a: &str, b: &str) -> bool {
     }
 }
 
+/// An EIP-3009 payment judged against the offer: recipient, amount, validity window, and the
+/// signature recovered when the offer names its EIP-712 domain.
 fn check_eip3009(
     inner: &Value,
     offer: &Requirement,
     now: u64,
     work_s: u64,
 ) -> Result<Eip3009, Refusal> {
-    let auth = match inner.get("authorization") {
-        Some(v @ Value::Object(_)) => v,
-        Some(_) => {
-            return Err(Refusal::malformed(
-                "wrong_type",
-                "payload.authorization",
-                "must be an object",
-            ))
-        }
-        None => {
-            return Err(Refusal::malformed(
-                "unknown_payload",
-                "payload.authorization",
-                "is missing: an `exact` EVM payment carries an EIP-3009 `authorization` or a Permit2 `permit2Authorization`",
-            ))
-        }
-    };
-    let signature = signature_field(inner.get("signature"), "payload.signature")?;
-    let from = address_field(auth.get("from"), "payload.authorization.from")?;
-    let to = address_field(auth.get("to"), "payload.authorization.to")?;
-    let value = uint_field(auth.get("value"), "payload.authorization.value")?;
-    let valid_after = uint_field(auth.get("validAfter"), "payload.authorization.validAfter")?;
-    let valid_before = uint_field(auth.get("validBefore"), "payload.authorization.validBefore")?;
-    let nonce = bytes32_field(auth.get("nonce"), "payload.authorization.nonce")?;
-
+    let mut p = eip3009_fields(inner)?;
     let (pay_to, amount, asset, chain_id) = offer_terms(offer)?;
-    if to != pay_to {
+    if p.to != pay_to {
         return Err(Refusal::invalid(
             "invalid_exact_evm_payload_recipient_mismatch",
             "payload.authorization.to",
             format!("is not this offer's payTo {}", offer.pay_to),
         ));
     }
-    if value != amount {
+    if p.value != amount {
         return Err(Refusal::invalid(
             "invalid_exact_evm_payload_authorization_value_mismatch",
             "payload.authorization.value",
@@ -382,8 +360,8 @@ fn check_eip3009(
         ));
     }
     check_window(
-        valid_after,
-        valid_before,
+        p.valid_after,
+        p.valid_before,
         now,
         work_s,
         (
@@ -407,44 +385,127 @@ fn check_eip3009(
         }),
         _ => None,
     };
-    let signature_check = match domain {
-        Some(domain) if signature.len() == 65 => {
-            let digest = eip3009_digest(
-                &domain,
-                &from,
-                &to,
-                &value,
-                &valid_after,
-                &valid_before,
-                &nonce,
-            );
-            expect_signer(
-                &digest,
-                &signature,
-                &from,
-                "invalid_exact_evm_payload_signature",
-            )?
+    if let (Some(domain), 65) = (domain, p.signature.len()) {
+        let digest = eip3009_digest(
+            &domain,
+            &p.from,
+            &p.to,
+            &p.value,
+            &p.valid_after,
+            &p.valid_before,
+            &p.nonce,
+        );
+        p.signature_check = expect_signer(
+            &digest,
+            &p.signature,
+            &p.from,
+            "invalid_exact_evm_payload_signature",
+        )?;
+    }
+    Ok(p)
+}
+
+/// The fields of an EIP-3009 payload, typed (malformed → the field named); the signature is
+/// not judged yet.
+fn eip3009_fields(inner: &Value) -> Result<Eip3009, Refusal> {
+    let auth = match inner.get("authorization") {
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            return Err(Refusal::malformed(
+                "wrong_type",
+                "payload.authorization",
+                "must be an object",
+            ))
         }
-        _ => SignatureCheck::LeftToFacilitator,
+        None => {
+            return Err(Refusal::malformed(
+                "unknown_payload",
+                "payload.authorization",
+                "is missing: an `exact` EVM payment carries an EIP-3009 `authorization` or a Permit2 `permit2Authorization`",
+            ))
+        }
     };
     Ok(Eip3009 {
-        from,
-        to,
-        value,
-        valid_after,
-        valid_before,
-        nonce,
-        signature,
-        signature_check,
+        signature: signature_field(inner.get("signature"), "payload.signature")?,
+        from: address_field(auth.get("from"), "payload.authorization.from")?,
+        to: address_field(auth.get("to"), "payload.authorization.to")?,
+        value: uint_field(auth.get("value"), "payload.authorization.value")?,
+        valid_after: uint_field(auth.get("validAfter"), "payload.authorization.validAfter")?,
+        valid_before: uint_field(auth.get("validBefore"), "payload.authorization.validBefore")?,
+        nonce: bytes32_field(auth.get("nonce"), "payload.authorization.nonce")?,
+        signature_check: SignatureCheck::LeftToFacilitator,
     })
 }
 
+/// A Permit2 payment judged against the offer: the x402 proxy as spender, recipient, token,
+/// amount, validity window, and the signature recovered.
 fn check_permit2(
     inner: &Value,
     offer: &Requirement,
     now: u64,
     work_s: u64,
 ) -> Result<Permit2, Refusal> {
+    let mut p = permit2_fields(inner)?;
+    let (pay_to, offer_amount, asset, chain_id) = offer_terms(offer)?;
+    if p.spender != parse_address(EXACT_PERMIT2_PROXY).unwrap_or_default() {
+        return Err(Refusal::invalid(
+            "invalid_permit2_spender",
+            "payload.permit2Authorization.spender",
+            format!("must be the x402 Permit2 proxy {EXACT_PERMIT2_PROXY}"),
+        ));
+    }
+    if p.to != pay_to {
+        return Err(Refusal::invalid(
+            "invalid_permit2_recipient_mismatch",
+            "payload.permit2Authorization.witness.to",
+            format!("is not this offer's payTo {}", offer.pay_to),
+        ));
+    }
+    if p.token != asset {
+        return Err(Refusal::invalid(
+            "permit2_token_mismatch",
+            "payload.permit2Authorization.permitted.token",
+            format!("is not this offer's asset {}", offer.asset),
+        ));
+    }
+    if p.amount != offer_amount {
+        return Err(Refusal::invalid(
+            "permit2_amount_mismatch",
+            "payload.permit2Authorization.permitted.amount",
+            format!("is not this offer's amount {}", offer.amount),
+        ));
+    }
+    check_window(
+        p.valid_after,
+        p.deadline,
+        now,
+        work_s,
+        (
+            "payload.permit2Authorization.witness.validAfter",
+            "payload.permit2Authorization.deadline",
+        ),
+        ("permit2_not_yet_valid", "permit2_deadline_expired"),
+    )?;
+    if p.signature.len() == 65 {
+        let digest = permit2_digest(
+            chain_id,
+            &p.token,
+            &p.amount,
+            &p.spender,
+            &p.nonce,
+            &p.deadline,
+            &p.to,
+            &p.valid_after,
+        );
+        p.signature_check =
+            expect_signer(&digest, &p.signature, &p.from, "invalid_permit2_signature")?;
+    }
+    Ok(p)
+}
+
+/// The fields of a Permit2 payload, typed (malformed → the field named), in the order they
+/// are judged; the signature is not judged yet.
+fn permit2_fields(inner: &Value) -> Result<Permit2, Refusal> {
     let auth = match inner.get("permit2Authorization") {
         Some(v @ Value::Object(_)) => v,
         _ => {
@@ -481,62 +542,6 @@ fn check_permit2(
         witness.get("validAfter"),
         "payload.permit2Authorization.witness.validAfter",
     )?;
-
-    let (pay_to, offer_amount, asset, chain_id) = offer_terms(offer)?;
-    if spender != parse_address(EXACT_PERMIT2_PROXY).unwrap_or_default() {
-        return Err(Refusal::invalid(
-            "invalid_permit2_spender",
-            "payload.permit2Authorization.spender",
-            format!("must be the x402 Permit2 proxy {EXACT_PERMIT2_PROXY}"),
-        ));
-    }
-    if to != pay_to {
-        return Err(Refusal::invalid(
-            "invalid_permit2_recipient_mismatch",
-            "payload.permit2Authorization.witness.to",
-            format!("is not this offer's payTo {}", offer.pay_to),
-        ));
-    }
-    if token != asset {
-        return Err(Refusal::invalid(
-            "permit2_token_mismatch",
-            "payload.permit2Authorization.permitted.token",
-            format!("is not this offer's asset {}", offer.asset),
-        ));
-    }
-    if amount != offer_amount {
-        return Err(Refusal::invalid(
-            "permit2_amount_mismatch",
-            "payload.permit2Authorization.permitted.amount",
-            format!("is not this offer's amount {}", offer.amount),
-        ));
-    }
-    check_window(
-        valid_after,
-        deadline,
-        now,
-        work_s,
-        (
-            "payload.permit2Authorization.witness.validAfter",
-            "payload.permit2Authorization.deadline",
-        ),
-        ("permit2_not_yet_valid", "permit2_deadline_expired"),
-    )?;
-    let signature_check = if signature.len() == 65 {
-        let digest = permit2_digest(
-            chain_id,
-            &token,
-            &amount,
-            &spender,
-            &nonce,
-            &deadline,
-            &to,
-            &valid_after,
-        );
-        expect_signer(&digest, &signature, &from, "invalid_permit2_signature")?
-    } else {
-        SignatureCheck::LeftToFacilitator
-    };
     Ok(Permit2 {
         from,
         token,
@@ -547,7 +552,7 @@ fn check_permit2(
         to,
         valid_after,
         signature,
-        signature_check,
+        signature_check: SignatureCheck::LeftToFacilitator,
     })
 }
 

@@ -122,11 +122,12 @@ impl Readiness {
     }
 }
 
-/// `/status`'s `networks` for an app (what startup found, per offered network).
-pub fn status_of(app: &crate::server::App) -> Vec<Value> {
-    match app.services.get::<Readiness>() {
-        Some(r) => r.status(&app.config),
-        None => Readiness::default().status(&app.config),
+/// `/status`'s `networks`: what startup found, per offered network (every one unchecked when
+/// the services hold no readiness).
+pub fn status_of(readiness: Option<&Readiness>, config: &Config) -> Vec<Value> {
+    match readiness {
+        Some(r) => r.status(config),
+        None => Readiness::default().status(config),
     }
 }
 

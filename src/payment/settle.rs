@@ -356,7 +356,33 @@ impl Settle {
             Verdict::Pending { .. } => Outcome::Pending,
             Verdict::NotAsked(_) => Outcome::NotSettled,
         };
-        let (update, answer) = match verdict {
+        let (update, answer) = self.update_and_answer(paid, reply, verdict, rid, now);
+        match store
+            .update(&paid.key, self.ledger.owner(), &update, now)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::error!(request_id = %rid, "ledger: the payment's claim was taken over before its outcome was recorded")
+            }
+            Err(e) => {
+                tracing::error!(request_id = %rid, error = %e, "ledger: outcome not recorded")
+            }
+        }
+        (answer, outcome)
+    }
+
+    /// A verdict's ledger update and answer: the reply with its receipt (kept when it may be
+    /// asked for again), the settlement failure, the pending 503, or the facilitator's failure.
+    fn update_and_answer(
+        &self,
+        paid: &Paid,
+        reply: Reply,
+        verdict: Verdict,
+        rid: &str,
+        now: i64,
+    ) -> (Update, Reply) {
+        match verdict {
             Verdict::Paid {
                 receipt,
                 transaction,
@@ -411,20 +437,7 @@ impl Settle {
                 );
                 (u, r)
             }
-        };
-        match store
-            .update(&paid.key, self.ledger.owner(), &update, now)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::error!(request_id = %rid, "ledger: the payment's claim was taken over before its outcome was recorded")
-            }
-            Err(e) => {
-                tracing::error!(request_id = %rid, error = %e, "ledger: outcome not recorded")
-            }
         }
-        (answer, outcome)
     }
 
     fn pending_reply(&self, transaction: Option<&str>) -> Reply {

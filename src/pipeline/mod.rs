@@ -1,5 +1,6 @@
 //! The engine: Exchange, the Stage trait, the registry entry type, the chain runner and input
-//! validation, and the parse slots that bound how many documents a route parses at once.
+//! validation, the parse slots that bound how many documents a route parses at once, and the
+//! headers every answer carries.
 //! Nothing here knows any particular route.
 
 pub mod artefact;
@@ -7,6 +8,7 @@ pub mod chain;
 pub mod exchange;
 pub mod input;
 pub mod parse_slots;
+pub mod reply_headers;
 
 pub use artefact::Artefact;
 pub use chain::{

@@ -37,6 +37,7 @@ use warp::Filter;
 use super::{respond, App, RouteEntry};
 use crate::config::{Config, ConfigError, RouteSpec};
 use crate::pipeline::exchange::new_request_id;
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::{self, Exchange, Reply};
 
 /// How long a failed sample is reused (capped by the route's own TTL).
@@ -305,21 +306,59 @@ pub async fn handle(
     headers: &HeaderMap,
     remote: Option<SocketAddr>,
 ) -> Reply {
+    if let Some(r) = refuse_request(app, method, headers, remote) {
+        return r;
+    }
+    let Some(entry) = demo_routes(app).find(|r| r.spec.name == name) else {
+        return unknown_demo(app, name);
+    };
+    let Some(demo) = entry.spec.demo.as_ref() else {
+        return Reply::error(StatusCode::NOT_FOUND, "unknown_demo", "no demo");
+    };
+    let (sample, last_good) = sample_and_last_good(app, entry, demo).await;
+    match choose(sample.clone(), last_good) {
+        Answer::Fresh(s) => Reply::json(StatusCode::OK, &envelope(app, entry, &s, None))
+            .with_header("cache-control", "public, max-age=60"),
+        Answer::Stale(good) => {
+            tracing::warn!(route = %entry.spec.path, status = sample.status, "demo refresh failed; last good sample served");
+            Reply::json(
+                StatusCode::OK,
+                &envelope(app, entry, &good, Some(sample.status)),
+            )
+            .with_header("cache-control", "no-store")
+        }
+        Answer::Failed(failed) => failure(app, entry, &failed),
+    }
+}
+
+/// What a demo request gets before any sample: the CORS preflight, 405 for a method other than
+/// GET or HEAD, 429 past the client's rate limit. None: the request is served.
+fn refuse_request(
+    app: &App,
+    method: &Method,
+    headers: &HeaderMap,
+    remote: Option<SocketAddr>,
+) -> Option<Reply> {
     if *method == Method::OPTIONS {
-        return respond::cors_preflight();
+        return Some(cors_preflight());
     }
     if !matches!(*method, Method::GET | Method::HEAD) {
-        return Reply::error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-            "demo twins answer GET only",
-        )
-        .with_header("allow", "GET, HEAD, OPTIONS");
+        return Some(
+            Reply::error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "demo twins answer GET only",
+            )
+            .with_header("allow", "GET, HEAD, OPTIONS"),
+        );
     }
     let state = &app.demo;
     let key = client_key(remote, headers, &state.trusted_proxies);
-    if let Err(wait) = state.limiter.check(key) {
-        return Reply::error(
+    let Err(wait) = state.limiter.check(key) else {
+        return None;
+    };
+    Some(
+        Reply::error(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
             format!(
@@ -328,31 +367,40 @@ pub async fn handle(
                 state.limiter.per_minute, state.limiter.burst
             ),
         )
-        .with_header("retry-after", &wait.to_string());
+        .with_header("retry-after", &wait.to_string()),
+    )
+}
+
+/// The 404 for a name with no demo twin: why it was withdrawn, or the names there are.
+fn unknown_demo(app: &App, name: &str) -> Reply {
+    if let Some(why) = app
+        .route_by_name(name)
+        .and_then(|r| r.demo_withdrawn.as_deref())
+    {
+        return Reply::error(StatusCode::NOT_FOUND, "demo_unavailable", why);
     }
-    let Some(entry) = demo_routes(app).find(|r| r.spec.name == name) else {
-        if let Some(why) = app
-            .route_by_name(name)
-            .and_then(|r| r.demo_withdrawn.as_deref())
-        {
-            return Reply::error(StatusCode::NOT_FOUND, "demo_unavailable", why);
-        }
-        let names: Vec<&str> = demo_routes(app).map(|r| r.spec.name.as_str()).collect();
-        let mut extra = serde_json::Map::new();
-        extra.insert("demos".into(), json!(names));
-        return Reply::error_with(
-            StatusCode::NOT_FOUND,
-            "unknown_demo",
-            format!(
-                "there is no demo twin `{name}`; try one of: {}",
-                names.join(", ")
-            ),
-            extra,
-        );
-    };
-    let Some(demo) = entry.spec.demo.as_ref() else {
-        return Reply::error(StatusCode::NOT_FOUND, "unknown_demo", "no demo");
-    };
+    let names: Vec<&str> = demo_routes(app).map(|r| r.spec.name.as_str()).collect();
+    let mut extra = serde_json::Map::new();
+    extra.insert("demos".into(), json!(names));
+    Reply::error_with(
+        StatusCode::NOT_FOUND,
+        "unknown_demo",
+        format!(
+            "there is no demo twin `{name}`; try one of: {}",
+            names.join(", ")
+        ),
+        extra,
+    )
+}
+
+/// The route's sample (cached, or produced now and counted as a miss) and the last good one
+/// kept (this one, when it succeeded).
+async fn sample_and_last_good(
+    app: &App,
+    entry: &RouteEntry,
+    demo: &crate::config::RouteDemo,
+) -> (Arc<Sample>, Option<Arc<Sample>>) {
+    let state = &app.demo;
     let produced = std::sync::atomic::AtomicBool::new(false);
     let sample = state
         .samples
@@ -379,19 +427,7 @@ pub async fn handle(
         }
         Err(_) => None,
     };
-    match choose(sample.clone(), last_good) {
-        Answer::Fresh(s) => Reply::json(StatusCode::OK, &envelope(app, entry, &s, None))
-            .with_header("cache-control", "public, max-age=60"),
-        Answer::Stale(good) => {
-            tracing::warn!(route = %entry.spec.path, status = sample.status, "demo refresh failed; last good sample served");
-            Reply::json(
-                StatusCode::OK,
-                &envelope(app, entry, &good, Some(sample.status)),
-            )
-            .with_header("cache-control", "no-store")
-        }
-        Answer::Failed(failed) => failure(app, entry, &failed),
-    }
+    (sample, last_good)
 }
 
 /// A failed sample with no good one to fall back on: the route's own error status and body,

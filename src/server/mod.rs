@@ -24,6 +24,7 @@ use warp::filters::BoxedFilter;
 use warp::Filter;
 
 use crate::config::{Config, ConfigError, ConfigErrors, RouteSpec};
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::{self, BuildCtx, Chain, Exchange, Reply, Services, StageFactory};
 use crate::stages::REGISTRY;
 
@@ -288,7 +289,7 @@ pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
         .and(warp::method())
         .map(|p: warp::path::FullPath, m: Method| {
             let r = if m == Method::OPTIONS {
-                respond::cors_preflight()
+                cors_preflight()
             } else {
                 Reply::error(
                     StatusCode::NOT_FOUND,
@@ -332,52 +333,14 @@ pub fn unpaid_answer(
 /// One request on a paid or free route: method check, CORS, input, the chain, headers.
 pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::reply::Response {
     let entry = &app.routes[index];
-    let spec = entry.spec.clone();
-    let is_preflight =
-        inc.method == Method::OPTIONS && inc.headers.contains_key("access-control-request-method");
-    if is_preflight || (inc.method == Method::OPTIONS && !spec.is_paid()) {
-        return respond::to_response(
-            respond::cors_preflight(),
-            &crate::pipeline::exchange::new_request_id(),
-        );
-    }
-    // A plain OPTIONS or HEAD on a paid route is answered with the challenge, free.
-    let probe_only = matches!(inc.method, Method::OPTIONS | Method::HEAD);
-    if !probe_only && !spec.methods.contains(&inc.method) {
-        let allow: Vec<&str> = spec.methods.iter().map(Method::as_str).collect();
-        let r = Reply::error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-            format!("{} accepts {}", spec.path, allow.join(", ")),
-        )
-        .with_header("allow", &format!("{}, OPTIONS", allow.join(", ")));
+    if let Some(r) = answer_before_exchange(&app, entry, &inc.method, &inc.headers) {
         return respond::to_response(r, &crate::pipeline::exchange::new_request_id());
     }
-    // The hook before the payment gate: a paid route that cannot work now answers 503 with
-    // Retry-After instead of a challenge (a 402 would invite a payment that can only fail).
-    if spec.is_paid() {
-        if let Err(reason) = availability::check(&app, entry) {
-            return respond::to_response(
-                availability::unavailable_reply(&spec.path, &reason),
-                &crate::pipeline::exchange::new_request_id(),
-            );
-        }
-    }
-    let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), inc.method.clone());
-    ex.arrived = inc.arrived;
-    ex.query = inc.query;
-    ex.headers = inc.headers;
-    ex.remote = inc.remote;
-    match inc.body {
-        Ok(b) => ex.body = b,
-        Err(r) => ex.input_error = Some(r),
-    }
-    if ex.input_error.is_none() && !probe_only {
-        match pipeline::input::validate(&spec, &ex.method, &ex.query, &ex.body) {
-            Ok(input) => ex.input = input,
-            Err(r) => ex.input_error = Some(r),
-        }
-    }
+    let spec = entry.spec.clone();
+    let method = inc.method.clone();
+    // A plain OPTIONS or HEAD on a paid route is answered with the challenge, free.
+    let probe_only = matches!(method, Method::OPTIONS | Method::HEAD);
+    let mut ex = exchange_of(entry, inc, probe_only);
     // A call carrying a payment runs detached from the connection: once a payment is verified,
     // its work, its settlement and its ledger row finish even if the client hangs up (dropping
     // this future does not cancel a spawned task), and shutdown waits for it.
@@ -407,6 +370,69 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
         run_exchange(entry, &mut ex).await;
         crate::ops::observe_exchange(&app.metrics, entry, &ex);
     }
+    response_of(ex, &method)
+}
+
+/// What a request gets before any exchange is made: the CORS preflight's 204 (and a plain
+/// OPTIONS on a free route), 405 for a method the route does not serve, and a paid route's 503
+/// when it cannot work now. None: the request goes to the chain.
+fn answer_before_exchange(
+    app: &App,
+    entry: &RouteEntry,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Option<Reply> {
+    let spec = &entry.spec;
+    let is_preflight =
+        *method == Method::OPTIONS && headers.contains_key("access-control-request-method");
+    if is_preflight || (*method == Method::OPTIONS && !spec.is_paid()) {
+        return Some(cors_preflight());
+    }
+    let probe_only = matches!(*method, Method::OPTIONS | Method::HEAD);
+    if !probe_only && !spec.methods.contains(method) {
+        let allow: Vec<&str> = spec.methods.iter().map(Method::as_str).collect();
+        let r = Reply::error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("{} accepts {}", spec.path, allow.join(", ")),
+        )
+        .with_header("allow", &format!("{}, OPTIONS", allow.join(", ")));
+        return Some(r);
+    }
+    // The hook before the payment gate: a paid route that cannot work now answers 503 with
+    // Retry-After instead of a challenge (a 402 would invite a payment that can only fail).
+    if spec.is_paid() {
+        if let Err(reason) = availability::check(app, entry) {
+            return Some(availability::unavailable_reply(&spec.path, &reason));
+        }
+    }
+    None
+}
+
+/// The exchange of a request: its parts, and its input validated (a probe's is not).
+fn exchange_of(entry: &RouteEntry, inc: Incoming, probe_only: bool) -> Exchange {
+    let spec = &entry.spec;
+    let mut ex = Exchange::new(spec.clone(), entry.priced.clone(), inc.method.clone());
+    ex.arrived = inc.arrived;
+    ex.query = inc.query;
+    ex.headers = inc.headers;
+    ex.remote = inc.remote;
+    match inc.body {
+        Ok(b) => ex.body = b,
+        Err(r) => ex.input_error = Some(r),
+    }
+    if ex.input_error.is_none() && !probe_only {
+        match pipeline::input::validate(spec, &ex.method, &ex.query, &ex.body) {
+            Ok(input) => ex.input = input,
+            Err(r) => ex.input_error = Some(r),
+        }
+    }
+    ex
+}
+
+/// The finished exchange's response: its reply (no body for a HEAD), with what the request
+/// log line reads (the payment's outcome, the facilitator used) in its extensions.
+fn response_of(mut ex: Exchange, method: &Method) -> warp::reply::Response {
     let mut reply = ex.reply.take().unwrap_or_else(|| {
         Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -414,7 +440,7 @@ pub async fn handle_route(app: Arc<App>, index: usize, inc: Incoming) -> warp::r
             "no reply",
         )
     });
-    if inc.method == Method::HEAD {
+    if *method == Method::HEAD {
         reply.body = Bytes::new();
     }
     let outcome = if ex.demo {

@@ -760,6 +760,13 @@ impl FacilitatorClient {
             extension_responses,
         })
     }
+
+    /// `/supported` asked now, with this client's credentials and limits, neither read from
+    /// nor written to the cache: /status's check reports what the facilitator answers this
+    /// moment, and must not move what the offers are rendered from.
+    pub async fn supported_uncached(&self) -> Result<Supported, FacilitatorError> {
+        self.fetch_supported().await
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -9,7 +9,7 @@ use super::{
     methods_list, number, origin, paid_routes, reads_body, OPENAPI_PATH, STATUS_PATH,
     WELL_KNOWN_PATH,
 };
-use crate::config::{ParamSpec, RouteSpec};
+use crate::config::{Config, ParamSpec, RouteSpec};
 use crate::server::{demo, App, RouteEntry};
 
 fn param_line(p: &ParamSpec) -> String {
@@ -137,11 +137,22 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The llmstxt.org document.
+/// The llmstxt.org document: the service in a line, how to pay, the paid routes, the free
+/// routes, the demo twins, the other discovery documents.
 pub fn llms_txt(app: &App) -> String {
-    let config = &app.config;
-    let base = origin(config);
+    let base = origin(&app.config);
     let mut t = String::new();
+    intro(&mut t, &app.config, &base);
+    how_to_pay_section(&mut t, app);
+    paid_section(&mut t, app, &base);
+    free_section(&mut t, app, &base);
+    demo_section(&mut t, app, &base);
+    discovery_section(&mut t, &base);
+    t
+}
+
+/// The title, the summary and the base URL.
+fn intro(t: &mut String, config: &Config, base: &str) {
     let _ = writeln!(t, "# {}\n", config.service.name);
     let summary = if config.service.description.is_empty() {
         "Pay-per-call functions for software agents, paid with x402 v2.".to_string()
@@ -160,7 +171,10 @@ pub fn llms_txt(app: &App) -> String {
             .unwrap_or_default(),
         config.service.version
     );
+}
 
+/// `## How to pay`: the networks offered now and the three steps.
+fn how_to_pay_section(t: &mut String, app: &App) {
     let _ = writeln!(t, "## How to pay\n");
     let _ = writeln!(t, "- No API key, no account: every call is paid on its own with x402 version 2 (scheme `exact`).");
     for (_, a) in crate::server::availability::offered(app) {
@@ -178,106 +192,137 @@ pub fn llms_txt(app: &App) -> String {
         t,
         "- A route that cannot work now answers `503` with `Retry-After` instead of `402`: no payment is asked.\n"
     );
+}
 
+/// `## Paid routes`, one entry each (none: no section).
+fn paid_section(t: &mut String, app: &App, base: &str) {
     let paid: Vec<&RouteEntry> = paid_routes(app).collect();
-    if !paid.is_empty() {
-        let _ = writeln!(t, "## Paid routes\n");
-        for e in &paid {
-            let s = &e.spec;
-            let price = s.price.as_ref().map(|p| p.usd.as_str()).unwrap_or("");
-            let _ = writeln!(
-                t,
-                "- [{}]({base}{}): ${price} per call; {}. {}",
-                s.path,
-                s.path,
-                methods_list(s),
-                s.summary
-            );
-            if let Err(reason) = crate::server::availability::check(app, e) {
-                let _ = writeln!(
-                    t,
-                    "  - Unavailable now ({reason}): answers 503 with Retry-After, no payment asked."
-                );
-            }
-            if s.description != s.summary {
-                let _ = writeln!(t, "  - {}", s.description.trim().replace('\n', " "));
-            }
-            let _ = writeln!(
-                t,
-                "  - Billing: {}",
-                crate::server::reference::Billing::of(e).sentence()
-            );
-            if s.input.is_empty() {
-                let _ = writeln!(t, "  - Parameters: none.");
-            } else {
-                let join = |body: bool| {
-                    s.methods
-                        .iter()
-                        .filter(|m| reads_body(m) == body)
-                        .map(Method::as_str)
-                        .collect::<Vec<_>>()
-                        .join("/")
-                };
-                let (query, body) = (join(false), join(true));
-                let where_ = match (query.is_empty(), body.is_empty()) {
-                    (false, false) => {
-                        format!("in the query string ({query}) or a JSON body ({body})")
-                    }
-                    (true, false) => format!("as a JSON body ({body})"),
-                    _ => format!("in the query string ({query})"),
-                };
-                let list: Vec<String> = s.input.iter().map(param_line).collect();
-                let _ = writeln!(t, "  - Parameters, {where_}: {}", list.join("; "));
-            }
-            let _ = writeln!(
-                t,
-                "  - Try (answers 402 until paid): `{}`",
-                curl_example(&base, s)
-            );
-            if s.demo.is_some() {
-                let _ = writeln!(t, "  - Free sample: {base}/api/demo/{}", s.name);
-            }
-        }
-        t.push('\n');
+    if paid.is_empty() {
+        return;
     }
-
-    let free: Vec<&RouteEntry> = app.routes.iter().filter(|r| !r.spec.is_paid()).collect();
-    if !free.is_empty() {
-        let _ = writeln!(t, "## Free routes\n");
-        for e in free {
-            let s = &e.spec;
-            let _ = writeln!(
-                t,
-                "- [{}]({base}{}): {}. {}",
-                s.path,
-                s.path,
-                methods_list(s),
-                s.summary
-            );
-        }
-        t.push('\n');
+    let _ = writeln!(t, "## Paid routes\n");
+    for e in &paid {
+        paid_entry(t, app, base, e);
     }
+    t.push('\n');
+}
 
-    let demos: Vec<&RouteEntry> = demo::demo_routes(app).collect();
-    if !demos.is_empty() {
-        let _ = writeln!(t, "## Free demo twins\n");
+/// One paid route: price and methods, availability, description, billing, parameters, a curl
+/// line, its free sample.
+fn paid_entry(t: &mut String, app: &App, base: &str, e: &RouteEntry) {
+    let s = &e.spec;
+    let price = s.price.as_ref().map(|p| p.usd.as_str()).unwrap_or("");
+    let _ = writeln!(
+        t,
+        "- [{}]({base}{}): ${price} per call; {}. {}",
+        s.path,
+        s.path,
+        methods_list(s),
+        s.summary
+    );
+    if let Err(reason) = crate::server::availability::check(app, e) {
         let _ = writeln!(
             t,
-            "Each runs the paid route on a fixed input, free, and wraps the answer in `{{demo, note, paid_endpoint, price, fixed_input, sample_status, sample}}`. Limited to {} requests per minute per client (burst {}).\n",
-            config.demo.per_minute, config.demo.burst
+            "  - Unavailable now ({reason}): answers 503 with Retry-After, no payment asked."
         );
-        for e in demos {
-            let s = &e.spec;
-            let d = s.demo.as_ref().map(|d| d.describe.as_str()).unwrap_or("");
-            let _ = writeln!(
-                t,
-                "- [/api/demo/{}]({base}/api/demo/{}): {} on {d}",
-                s.name, s.name, s.path
-            );
-        }
-        t.push('\n');
     }
+    if s.description != s.summary {
+        let _ = writeln!(t, "  - {}", s.description.trim().replace('\n', " "));
+    }
+    let _ = writeln!(
+        t,
+        "  - Billing: {}",
+        crate::server::reference::Billing::of(e).sentence()
+    );
+    if s.input.is_empty() {
+        let _ = writeln!(t, "  - Parameters: none.");
+    } else {
+        let list: Vec<String> = s.input.iter().map(param_line).collect();
+        let _ = writeln!(
+            t,
+            "  - Parameters, {}: {}",
+            parameters_place(s),
+            list.join("; ")
+        );
+    }
+    let _ = writeln!(
+        t,
+        "  - Try (answers 402 until paid): `{}`",
+        curl_example(base, s)
+    );
+    if s.demo.is_some() {
+        let _ = writeln!(t, "  - Free sample: {base}/api/demo/{}", s.name);
+    }
+}
 
+/// Where a route's parameters go, by the methods it serves: the query string, a JSON body or
+/// either.
+fn parameters_place(s: &RouteSpec) -> String {
+    let join = |body: bool| {
+        s.methods
+            .iter()
+            .filter(|m| reads_body(m) == body)
+            .map(Method::as_str)
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let (query, body) = (join(false), join(true));
+    match (query.is_empty(), body.is_empty()) {
+        (false, false) => {
+            format!("in the query string ({query}) or a JSON body ({body})")
+        }
+        (true, false) => format!("as a JSON body ({body})"),
+        _ => format!("in the query string ({query})"),
+    }
+}
+
+/// `## Free routes` (none: no section).
+fn free_section(t: &mut String, app: &App, base: &str) {
+    let free: Vec<&RouteEntry> = app.routes.iter().filter(|r| !r.spec.is_paid()).collect();
+    if free.is_empty() {
+        return;
+    }
+    let _ = writeln!(t, "## Free routes\n");
+    for e in free {
+        let s = &e.spec;
+        let _ = writeln!(
+            t,
+            "- [{}]({base}{}): {}. {}",
+            s.path,
+            s.path,
+            methods_list(s),
+            s.summary
+        );
+    }
+    t.push('\n');
+}
+
+/// `## Free demo twins`: the envelope, the rate limit, one line each (none: no section).
+fn demo_section(t: &mut String, app: &App, base: &str) {
+    let demos: Vec<&RouteEntry> = demo::demo_routes(app).collect();
+    if demos.is_empty() {
+        return;
+    }
+    let _ = writeln!(t, "## Free demo twins\n");
+    let _ = writeln!(
+        t,
+        "Each runs the paid route on a fixed input, free, and wraps the answer in `{{demo, note, paid_endpoint, price, fixed_input, sample_status, sample}}`. Limited to {} requests per minute per client (burst {}).\n",
+        app.config.demo.per_minute, app.config.demo.burst
+    );
+    for e in demos {
+        let s = &e.spec;
+        let d = s.demo.as_ref().map(|d| d.describe.as_str()).unwrap_or("");
+        let _ = writeln!(
+            t,
+            "- [/api/demo/{}]({base}/api/demo/{}): {} on {d}",
+            s.name, s.name, s.path
+        );
+    }
+    t.push('\n');
+}
+
+/// `## Discovery`: the other documents and /status.
+fn discovery_section(t: &mut String, base: &str) {
     let _ = writeln!(t, "## Discovery\n");
     let _ = writeln!(
         t,
@@ -296,7 +341,6 @@ pub fn llms_txt(app: &App) -> String {
         t,
         "- [Status]({base}{STATUS_PATH}): `ok` when paid calls can be taken (facilitator reachable), routes that cannot serve under `degraded`"
     );
-    t
 }
 
 #[cfg(test)]

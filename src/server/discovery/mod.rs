@@ -38,7 +38,9 @@ use warp::Filter;
 use super::{respond, App, RouteEntry};
 use crate::config::{Config, RouteSpec};
 use crate::pipeline::exchange::new_request_id;
+use crate::pipeline::reply_headers::cors_preflight;
 use crate::pipeline::Reply;
+use crate::x402::facilitators::Facilitators;
 
 pub const WELL_KNOWN_PATH: &str = "/.well-known/x402";
 pub const OPENAPI_PATH: &str = "/openapi.json";
@@ -102,7 +104,10 @@ fn availability_key(app: &App) -> Vec<Option<String>> {
 
 pub fn filter(app: Arc<App>) -> BoxedFilter<(warp::reply::Response,)> {
     let docs = Arc::new(DocCache::new(&app));
-    let probe = Arc::new(FacilitatorProbe::new(&app.config));
+    let probe = Arc::new(FacilitatorProbe::new(
+        &app.config,
+        app.services.get::<Facilitators>(),
+    ));
     warp::path::full()
         .and(warp::method())
         .and_then(move |full: warp::path::FullPath, method: Method| {
@@ -133,7 +138,7 @@ async fn answer(
     method: &Method,
 ) -> Reply {
     if *method == Method::OPTIONS {
-        return respond::cors_preflight();
+        return cors_preflight();
     }
     if !matches!(*method, Method::GET | Method::HEAD) {
         return Reply::error(

@@ -230,9 +230,10 @@ fn payment_info(app: &App, spec: &RouteSpec) -> Option<Value> {
     }))
 }
 
+/// One operation of a route: its identity and description, its input, its responses, and for
+/// a paid route its billing, availability and payment.
 fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -> Value {
     let spec = &entry.spec;
-    let base = origin(&app.config);
     let mut op = Map::new();
     op.insert(
         "operationId".into(),
@@ -242,23 +243,10 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
         )),
     );
     op.insert("summary".into(), json!(spec.summary));
-    let mut description = spec.description.clone();
-    if let Some(price) = &spec.price {
-        let _ = write!(
-            description,
-            "\n\nPrice: ${} per call (x402 v2). {}",
-            price.usd,
-            crate::server::reference::Billing::of(entry).sentence()
-        );
-        if spec.demo.is_some() {
-            let _ = write!(
-                description,
-                " Free sample: GET {base}/api/demo/{}.",
-                spec.name
-            );
-        }
-    }
-    op.insert("description".into(), json!(description));
+    op.insert(
+        "description".into(),
+        json!(operation_description(app, entry)),
+    );
     if !spec.tags.is_empty() {
         op.insert("tags".into(), json!(spec.tags));
     }
@@ -280,6 +268,58 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
             Value::Array(spec.input.iter().map(query_parameter).collect()),
         );
     }
+    op.insert(
+        "responses".into(),
+        Value::Object(responses(entry, method, stamp_time)),
+    );
+    if spec.is_paid() {
+        op.insert(
+            "x-billing".into(),
+            crate::server::reference::Billing::of(entry).to_json(),
+        );
+        if let Err(reason) = crate::server::availability::check(app, entry) {
+            op.insert(
+                "x-unavailable".into(),
+                json!({ "reason": reason, "retryAfterSeconds": crate::server::availability::RETRY_AFTER_S }),
+            );
+        }
+    }
+    if let Some(info) = payment_info(app, spec) {
+        op.insert("x-payment-info".into(), info);
+        // Indexers read the payment as the operation's auth (x402scan: `security` +
+        // `components.securitySchemes`).
+        op.insert("security".into(), json!([{ SECURITY_SCHEME: [] }]));
+    }
+    Value::Object(op)
+}
+
+/// The route's description, plus for a paid route its price, billing and free sample.
+fn operation_description(app: &App, entry: &RouteEntry) -> String {
+    let spec = &entry.spec;
+    let mut description = spec.description.clone();
+    if let Some(price) = &spec.price {
+        let _ = write!(
+            description,
+            "\n\nPrice: ${} per call (x402 v2). {}",
+            price.usd,
+            crate::server::reference::Billing::of(entry).sentence()
+        );
+        if spec.demo.is_some() {
+            let _ = write!(
+                description,
+                " Free sample: GET {}/api/demo/{}.",
+                origin(&app.config),
+                spec.name
+            );
+        }
+    }
+    description
+}
+
+/// An operation's responses: the 200 (with a sample), for a paid route the 402 with its
+/// header, and every error status the route's stages declare for this method.
+fn responses(entry: &RouteEntry, method: &Method, stamp_time: &str) -> Map<String, Value> {
+    let spec = &entry.spec;
     let mut responses = Map::new();
     let mut ok_schema = json!({
         "type": "object",
@@ -335,26 +375,7 @@ fn operation(app: &App, entry: &RouteEntry, method: &Method, stamp_time: &str) -
         }
         responses.insert(status.to_string(), error_response(d));
     }
-    op.insert("responses".into(), Value::Object(responses));
-    if spec.is_paid() {
-        op.insert(
-            "x-billing".into(),
-            crate::server::reference::Billing::of(entry).to_json(),
-        );
-        if let Err(reason) = crate::server::availability::check(app, entry) {
-            op.insert(
-                "x-unavailable".into(),
-                json!({ "reason": reason, "retryAfterSeconds": crate::server::availability::RETRY_AFTER_S }),
-            );
-        }
-    }
-    if let Some(info) = payment_info(app, spec) {
-        op.insert("x-payment-info".into(), info);
-        // Indexers read the payment as the operation's auth (x402scan: `security` +
-        // `components.securitySchemes`).
-        op.insert("security".into(), json!([{ SECURITY_SCHEME: [] }]));
-    }
-    Value::Object(op)
+    responses
 }
 
 fn demo_operation(app: &App, entry: &RouteEntry) -> Value {
@@ -399,23 +420,6 @@ pub fn openapi(app: &App) -> Value {
             "description": "backup: serves the same routes",
         }));
     }
-    let mut paths = Map::new();
-    for entry in &app.routes {
-        let mut item = Map::new();
-        for m in &entry.spec.methods {
-            item.insert(
-                m.as_str().to_ascii_lowercase(),
-                operation(app, entry, m, &stamp_time),
-            );
-        }
-        paths.insert(entry.spec.path.clone(), Value::Object(item));
-    }
-    for entry in demo::demo_routes(app) {
-        paths.insert(
-            format!("/api/demo/{}", entry.spec.name),
-            json!({ "get": demo_operation(app, entry) }),
-        );
-    }
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -426,16 +430,45 @@ pub fn openapi(app: &App) -> Value {
         },
         "servers": servers,
         "x-discovery": { "llmsTxtUrl": format!("{}{LLMS_PATH}", origin(config)) },
-        "paths": paths,
-        "components": {
-          "securitySchemes": { SECURITY_SCHEME: {
+        "paths": paths(app, &stamp_time),
+        "components": components(),
+    })
+}
+
+/// `paths`: every route's operations, one per method, then the demo twins.
+fn paths(app: &App, stamp_time: &str) -> Map<String, Value> {
+    let mut paths = Map::new();
+    for entry in &app.routes {
+        let mut item = Map::new();
+        for m in &entry.spec.methods {
+            item.insert(
+                m.as_str().to_ascii_lowercase(),
+                operation(app, entry, m, stamp_time),
+            );
+        }
+        paths.insert(entry.spec.path.clone(), Value::Object(item));
+    }
+    for entry in demo::demo_routes(app) {
+        paths.insert(
+            format!("/api/demo/{}", entry.spec.name),
+            json!({ "get": demo_operation(app, entry) }),
+        );
+    }
+    paths
+}
+
+/// `components`: the x402 security scheme and the shared schemas (Error, Priced,
+/// DemoEnvelope).
+fn components() -> Value {
+    json!({
+        "securitySchemes": { SECURITY_SCHEME: {
             "type": "apiKey",
             "in": "header",
             "name": "PAYMENT-SIGNATURE",
             "description": "x402 v2: the base64 JSON payment payload signed for one offer of the \
                 route's 402 challenge (PAYMENT-REQUIRED header). No account, no key.",
-          } },
-          "schemas": {
+        } },
+        "schemas": {
             "Error": {
                 "type": "object",
                 "required": ["error", "message"],
@@ -467,7 +500,7 @@ pub fn openapi(app: &App) -> Value {
                     "sample": { "type": "object" },
                 },
             },
-        } },
+        },
     })
 }
 

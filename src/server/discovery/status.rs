@@ -1,51 +1,40 @@
-//! `GET /status`: uptime, each route's readiness, and whether the facilitator answers
+//! `GET /status`: uptime, each route's readiness, and whether the preferred facilitator answers
 //! `GET /supported` (checked at most every 30 s, 3 s deadline, so /status cannot be used to
-//! hammer the facilitator).
+//! hammer the facilitator). The check goes through the facilitator pool's own client (its
+//! URL, credentials and body limits), asked afresh: the pool's cached copy and its breakers
+//! are left alone.
 
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::payment::readiness::{self, Readiness};
 use crate::pipeline::now_iso;
 use crate::server::App;
+use crate::x402::facilitator::{FacilitatorError, Supported};
+use crate::x402::facilitators::Facilitators;
 
 /// How long a facilitator check is reused.
 pub const FACILITATOR_CHECK_TTL: Duration = Duration::from_secs(30);
 /// Deadline of one facilitator check.
 pub const FACILITATOR_TIMEOUT: Duration = Duration::from_secs(3);
-/// Largest /supported answer read.
-const SUPPORTED_MAX_BYTES: usize = 256 * 1024;
 
-/// Checks the facilitator's `GET /supported`, one check at a time, result reused 30 s.
+/// Checks the preferred facilitator's `GET /supported`, one check at a time, result reused
+/// 30 s.
 pub struct FacilitatorProbe {
     url: String,
-    supported_url: String,
-    client: Option<reqwest::Client>,
-    build_error: Option<String>,
+    pool: Option<Arc<Facilitators>>,
     last: tokio::sync::Mutex<Option<(Instant, Value)>>,
 }
 
 impl FacilitatorProbe {
-    pub fn new(config: &Config) -> FacilitatorProbe {
-        crate::net::install_crypto_provider();
-        let url = config.payment.facilitator.url.to_string();
-        let supported_url = format!("{}/supported", url.trim_end_matches('/'));
-        let built = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(FACILITATOR_TIMEOUT)
-            .connect_timeout(FACILITATOR_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .user_agent(config.guard.user_agent.clone())
-            .build();
-        let (client, build_error) = match built {
-            Ok(c) => (Some(c), None),
-            Err(e) => (None, Some(format!("cannot build the HTTP client: {e}"))),
-        };
+    /// `pool`: the services' facilitators, whose first (preferred) one is
+    /// `payment.facilitator`.
+    pub fn new(config: &Config, pool: Option<Arc<Facilitators>>) -> FacilitatorProbe {
         FacilitatorProbe {
-            url,
-            supported_url,
-            client,
-            build_error,
+            url: config.payment.facilitator.url.to_string(),
+            pool,
             last: tokio::sync::Mutex::new(None),
         }
     }
@@ -67,10 +56,7 @@ impl FacilitatorProbe {
     async fn probe(&self) -> Value {
         let checked_at = now_iso();
         let started = Instant::now();
-        let result = match &self.client {
-            Some(c) => fetch_supported(c, &self.supported_url).await,
-            None => Err(self.build_error.clone().unwrap_or_default()),
-        };
+        let result = self.ask().await;
         let latency = started.elapsed().as_millis() as u64;
         let mut v = json!({
             "url": self.url,
@@ -87,54 +73,43 @@ impl FacilitatorProbe {
         }
         v
     }
-}
 
-/// GET /supported → the v2 networks it lists.
-async fn fetch_supported(client: &reqwest::Client, url: &str) -> Result<Vec<String>, String> {
-    let mut resp = client.get(url).send().await.map_err(describe_error)?;
-    if !resp.status().is_success() {
-        return Err(format!(
-            "GET /supported answered HTTP {}",
-            resp.status().as_u16()
-        ));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(describe_error)? {
-        if body.len() + chunk.len() > SUPPORTED_MAX_BYTES {
-            return Err("GET /supported answered more than 256 KB".into());
+    /// The v2 networks the preferred facilitator lists now, or why it could not tell.
+    async fn ask(&self) -> Result<Vec<String>, String> {
+        let client = self
+            .pool
+            .as_ref()
+            .and_then(|p| p.client_at(0))
+            .ok_or("no facilitator configured")?;
+        match tokio::time::timeout(FACILITATOR_TIMEOUT, client.supported_uncached()).await {
+            Ok(Ok(supported)) => Ok(v2_networks(&supported)),
+            Ok(Err(e)) => Err(describe_error(&e)),
+            Err(_) => Err(format!(
+                "no answer within {} s",
+                FACILITATOR_TIMEOUT.as_secs()
+            )),
         }
-        body.extend_from_slice(&chunk);
     }
-    let v: Value = serde_json::from_slice(&body)
-        .map_err(|e| format!("GET /supported did not answer JSON: {e}"))?;
-    v2_networks(&v)
 }
 
-/// The networks of a `/supported` answer's v2 kinds (a kind without a version counts as v2),
-/// each once, in the facilitator's order.
-fn v2_networks(v: &Value) -> Result<Vec<String>, String> {
-    let kinds = v["kinds"]
-        .as_array()
-        .ok_or("GET /supported has no kinds list")?;
+/// The networks of a `/supported` answer's v2 kinds, each once, in the facilitator's order.
+fn v2_networks(s: &Supported) -> Vec<String> {
     let mut networks: Vec<String> = Vec::new();
-    for k in kinds {
-        let v2 = k["x402Version"].as_u64().map(|n| n == 2).unwrap_or(true);
-        if let (true, Some(n)) = (v2, k["network"].as_str()) {
-            if !networks.iter().any(|x| x == n) {
-                networks.push(n.to_string());
-            }
+    for k in s.kinds.iter().filter(|k| k.x402_version == 2) {
+        if !networks.contains(&k.network) {
+            networks.push(k.network.clone());
         }
     }
-    Ok(networks)
+    networks
 }
 
-fn describe_error(e: reqwest::Error) -> String {
-    if e.is_timeout() {
-        format!("no answer within {} s", FACILITATOR_TIMEOUT.as_secs())
-    } else if e.is_connect() {
-        "connection failed".into()
-    } else {
-        format!("request failed: {e}")
+/// A failed check in /status's words: the two every operator meets (nothing listens, no
+/// answer in time) short, the others as the facilitator client tells them.
+fn describe_error(e: &FacilitatorError) -> String {
+    match e {
+        FacilitatorError::Timeout => "no answer in time".into(),
+        FacilitatorError::Unreachable(_) => "connection failed".into(),
+        _ => e.to_string(),
     }
 }
 
@@ -168,9 +143,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
             v
         })
         .collect();
-    let pool = app
-        .services
-        .get::<crate::x402::facilitators::Facilitators>();
+    let pool = app.services.get::<Facilitators>();
     // With several facilitators, paid calls can be taken while any one is healthy.
     let reachable = facilitator["reachable"].as_bool().unwrap_or(false)
         || pool
@@ -188,7 +161,7 @@ pub async fn status(app: &App, probe: &FacilitatorProbe) -> Value {
         "config": app.stamp.to_json(),
         "facilitator": facilitator,
         "facilitators": pool.map(|p| p.status()).unwrap_or_else(|| json!([])),
-        "networks": crate::payment::readiness::status_of(app),
+        "networks": readiness::status_of(app.services.get::<Readiness>().as_deref(), &app.config),
         "routes": routes,
     })
 }
@@ -199,23 +172,32 @@ mod tests {
 
     #[test]
     fn networks_are_the_v2_kinds_once_each_in_order() {
-        let v = json!({ "kinds": [
+        let s = Supported::from_json(&json!({ "kinds": [
             { "x402Version": 2, "scheme": "exact", "network": "eip155:8453" },
             { "x402Version": 1, "scheme": "exact", "network": "base" },
-            { "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp" },
+            { "x402Version": 2, "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp" },
             { "x402Version": 2, "scheme": "upto", "network": "eip155:8453" },
-        ]});
+        ]}))
+        .unwrap();
         assert_eq!(
-            v2_networks(&v).unwrap(),
+            v2_networks(&s),
             ["eip155:8453", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]
         );
     }
 
     #[test]
-    fn an_answer_without_kinds_is_an_error() {
+    fn failures_read_short_where_the_operator_meets_them() {
         assert_eq!(
-            v2_networks(&json!({})).unwrap_err(),
-            "GET /supported has no kinds list"
+            describe_error(&FacilitatorError::Unreachable("tcp connect error".into())),
+            "connection failed"
+        );
+        assert_eq!(
+            describe_error(&FacilitatorError::Timeout),
+            "no answer in time"
+        );
+        assert_eq!(
+            describe_error(&FacilitatorError::BadResponse("HTTP 500".into())),
+            "facilitator gave an unusable answer: HTTP 500"
         );
     }
 }
