@@ -697,7 +697,7 @@ impl Stage for Gate {
             );
         }
         let routed = self.facilitator.verify(&paid.payload, &paid.offer).await;
-        if let Some(by) = routed.by {
+        if let Some(by) = routed.by.clone() {
             ex.slots.put(super::paid::FacilitatorUsed(by));
         }
         match routed.result {
@@ -709,6 +709,7 @@ impl Stage for Gate {
                 let u = Update {
                     state: Some(State::Verified),
                     payer: paid.payer.clone(),
+                    verified_by: routed.by.as_deref().map(str::to_string),
                     ..Default::default()
                 };
                 if let Err(e) = store
@@ -1056,6 +1057,8 @@ mod tests {
             reply_expires_ms: None,
             created_ms: 0,
             updated_ms: 0,
+            verified_by: None,
+            settled_by: None,
         }
     }
 
