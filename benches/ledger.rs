@@ -42,6 +42,7 @@ async fn one_call(s: &dyn Store, i: usize, body: &[u8]) {
     let verified = Update {
         state: Some(State::Verified),
         payer: Some("0xbuyer".into()),
+        verified_by: Some("bench".into()),
         ..Default::default()
     };
     s.update(&p.key, "bench", &verified, now_ms())
@@ -55,6 +56,7 @@ async fn one_call(s: &dyn Store, i: usize, body: &[u8]) {
     let settling = Update {
         state: Some(State::Settling),
         reply: Some((kept.clone(), now_ms() + 180_000)),
+        settled_by: Some("bench".into()),
         ..Default::default()
     };
     s.update(&p.key, "bench", &settling, now_ms())

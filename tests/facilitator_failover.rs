@@ -12,7 +12,13 @@
 //! official facilitator process on the same chain (tests/e2e/facilitator2.mjs), preferred
 //! first. Paid calls settle through it; it is killed in the middle of a paid call (after its
 //! verify, before the settle); that call and the next ones are settled by the other one. The
-//! traces of both facilitators and the chain show every 200 settled exactly once.
+//! traces of both facilitators and the chain show every 200 settled exactly once, and the ledger
+//! rows name the facilitator each payment was settled by.
+//!
+//! Part 3 — the confirmation rule: a settlement whose outcome is unknown (the preferred
+//! facilitator answered 5xx, which also opens its breaker) is resolved, on the buyer's retry,
+//! with the SAME facilitator, never sent to the healthy other one; the ledger row, the request
+//! log line's `facilitator` and the per-facilitator metrics all name it; the money moved once.
 
 mod support;
 
@@ -32,6 +38,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use url::Url;
 
 use paycall::config;
+use paycall::ops::reload::Live;
+use paycall::payment::ledger::{connect, LedgerUrl, ReportQuery, Row, State};
 use paycall::server;
 use paycall::x402::{
     FacilitatorClient, FacilitatorConfig, FacilitatorError, Facilitators, Requirement,
@@ -539,6 +547,30 @@ fn routes_with(block: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// paycall's environment on the stack: its payTo and RPC, the upstreams on 127.0.0.1, the
+/// ledger in the file `ledger` (read back by the test).
+fn stack_env(stack: &LocalStack, ledger: &Path) -> impl Fn(&str) -> Option<String> {
+    let rpc = stack.rpc_url.clone();
+    let pay_to = stack.pay_to.clone();
+    let ledger = format!("sqlite://{}", ledger.display());
+    move |k: &str| -> Option<String> {
+        match k {
+            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
+            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
+            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
+            "PAYCALL_LEDGER_URL" => Some(ledger.clone()),
+            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Every row of the ledger file, as `paycall ledger` reads them.
+async fn ledger_rows(ledger: &Path) -> Vec<Row> {
+    let store = connect(&LedgerUrl::Sqlite(ledger.to_path_buf())).unwrap();
+    store.report(&ReportQuery::default()).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settled_twice() {
     let stack = LocalStack::start();
@@ -551,20 +583,10 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
         "  facilitators:\n    - name: second\n      url: {}\n      auth: none\n    - name: stack\n      url: {}\n      auth: none\n  failover: {{ failures: 2, cooldown_s: 600, check_interval_s: 1 }}\n",
         second.url, stack.facilitator_url
     );
-    let (_dir, routes) = routes_with(&block);
-    let rpc = stack.rpc_url.clone();
-    let pay_to = stack.pay_to.clone();
-    let env = move |k: &str| -> Option<String> {
-        match k {
-            "PAYCALL_EVM_PAY_TO" => Some(pay_to.clone()),
-            "PAYCALL_SOLANA_PAY_TO" => Some("11111111111111111111111111111111".into()),
-            "PAYCALL_ALLOW_CIDRS" => Some("127.0.0.1/32".into()),
-            "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
-            "PAYCALL_UPSTREAM_BASE_RPC" => Some(rpc.clone()),
-            _ => None,
-        }
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let (dir, routes) = routes_with(&block);
+    let ledger = dir.path().join("ledger.db");
+    let cfg = config::load_with_env(&routes, &stack_env(&stack, &ledger))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cfg.payment.facilitators.len(), 2);
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
@@ -638,9 +660,14 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
 
     // Every 200 was settled exactly once, by exactly one facilitator.
     let stack_trace = stack.calls();
-    let settles: Vec<Value> = of(&second_trace, "/settle")
-        .into_iter()
-        .chain(of(&stack_trace, "/settle"))
+    let tagged = |calls: Vec<Value>, name: &'static str| {
+        calls.into_iter().map(move |mut c| {
+            c["facilitator"] = json!(name);
+            c
+        })
+    };
+    let settles: Vec<Value> = tagged(of(&second_trace, "/settle"), "second")
+        .chain(tagged(of(&stack_trace, "/settle"), "stack"))
         .collect();
     assert_eq!(of(&second_trace, "/settle").len(), 3);
     assert_eq!(
@@ -708,6 +735,33 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
         "six calls, six prices on chain"
     );
 
+    // The ledger names the facilitator each payment was settled by; the killed call was
+    // verified by `second` and settled by `stack` (`second` was named first, refused the
+    // connection, and the row was rewritten before the settlement went to `stack`).
+    let rows = ledger_rows(&ledger).await;
+    assert_eq!(rows.len(), 6);
+    for r in &rows {
+        assert_eq!(r.state, State::Settled, "{r:?}");
+        let tx = r.transaction.as_deref().unwrap();
+        let settled_by = &settles
+            .iter()
+            .find(|s| s["response"]["transaction"] == tx)
+            .unwrap_or_else(|| panic!("{tx} in no facilitator's trace"))["facilitator"];
+        assert_eq!(r.settled_by.as_deref(), settled_by.as_str(), "{r:?}");
+    }
+    let by = |v: Option<&str>, s: Option<&str>| {
+        rows.iter()
+            .filter(|r| r.verified_by.as_deref() == v && r.settled_by.as_deref() == s)
+            .count()
+    };
+    assert_eq!(by(Some("second"), Some("second")), 3, "{rows:#?}");
+    assert_eq!(
+        by(Some("second"), Some("stack")),
+        1,
+        "the killed call: {rows:#?}"
+    );
+    assert_eq!(by(Some("stack"), Some("stack")), 2, "{rows:#?}");
+
     // /status: the dead one is open, the survivor closed; paid calls can still be taken.
     let (status, _, body) = server_support::get_json(&paycall.url("/status")).await;
     assert_eq!(status, 200);
@@ -723,4 +777,216 @@ async fn paid_calls_keep_succeeding_when_a_facilitator_dies_and_nothing_is_settl
         .unwrap()
         .iter()
         .any(|n| n == "exact:eip155:8453"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3: a settlement in doubt is resolved with the facilitator it was sent to
+
+/// `POST <facilitator>/_mode` (tests/e2e/lib/facilitator.mjs's fault modes).
+fn set_settle_mode(facilitator_url: &str, mode: &str) {
+    let body = json!({ "settle": mode }).to_string();
+    let (status, text) =
+        stack::http_request("POST", &format!("{facilitator_url}/_mode"), Some(&body))
+            .unwrap_or_else(|e| panic!("{facilitator_url}/_mode: {e}"));
+    assert_eq!(status, 200, "{text}");
+}
+
+/// Per-facilitator series of one endpoint: (facilitator → exchanges, facilitator → errors).
+fn exchanges(m: &BTreeMap<String, f64>, endpoint: &str) -> BTreeMap<String, (f64, f64)> {
+    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for name in ["second", "stack"] {
+        let of = |metric: &str| -> f64 {
+            m.iter()
+                .filter(|(k, _)| {
+                    k.starts_with(metric)
+                        && k.contains(&format!("facilitator=\"{name}\""))
+                        && k.contains(&format!("endpoint=\"{endpoint}\""))
+                })
+                .map(|(_, v)| v)
+                .sum()
+        };
+        out.insert(
+            name.to_string(),
+            (
+                of("paycall_facilitator_exchange_seconds_count"),
+                of("paycall_facilitator_exchange_errors_total"),
+            ),
+        );
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settlement_in_doubt_is_resolved_with_the_facilitator_it_was_sent_to() {
+    let logs = support::logs::capture();
+    let stack = LocalStack::start();
+    let second = SecondFacilitator::start(&stack);
+    let canary = upstream::canary("127.0.0.2").await;
+    let up = upstream::start(&canary.url()).await;
+
+    // `second` preferred; one failure opens a breaker; no health check within the test (it
+    // would close `second`'s breaker and hide a settle routed by health instead of by record).
+    let block = format!(
+        "  facilitators:\n    - name: second\n      url: {}\n      auth: none\n    - name: stack\n      url: {}\n      auth: none\n  failover: {{ failures: 1, cooldown_s: 600, check_interval_s: 3600 }}\n",
+        second.url, stack.facilitator_url
+    );
+    let (dir, routes) = routes_with(&block);
+    let ledger = dir.path().join("ledger.db");
+    let cfg = config::load_with_env(&routes, &stack_env(&stack, &ledger))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let services = server::services::build(&cfg).expect("services");
+    let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
+    // As `paycall serve` does before it listens: know both facilitators' /supported.
+    let pool = app.services.get::<Facilitators>().expect("facilitators");
+    tokio::time::timeout(Duration::from_secs(10), pool.supported())
+        .await
+        .expect("/supported within 10 s")
+        .expect("/supported");
+    let paycall = server_support::start_live(Live::new(Arc::new(app), None)).await;
+
+    let price: i128 = 10_000; // /api/http, $0.01
+    let pay_to_start = stack.usdc_balance(&stack.pay_to);
+    let url = format!(
+        "{}/api/http?url={}",
+        paycall.base,
+        server_support::enc(&up.url("/hello"))
+    );
+    let signed = stack.sign_only_async(&url, "GET", None).await;
+    let auth = &signed.payload["payload"]["authorization"];
+    let nonce = auth["nonce"]
+        .as_str()
+        .expect("an EIP-3009 nonce")
+        .to_string();
+    let key = format!(
+        "eip155:8453|{}|{}",
+        auth["from"].as_str().unwrap().to_ascii_lowercase(),
+        nonce.to_ascii_lowercase()
+    );
+    let settles_of = |calls: &[Value]| -> Vec<Value> {
+        of(calls, "/settle")
+            .into_iter()
+            .filter(|c| {
+                c["body"]["paymentPayload"]["payload"]["authorization"]["nonce"] == nonce.as_str()
+            })
+            .collect()
+    };
+
+    // 1. `second` verifies, then answers the settlement with a 503: its outcome is unknown (a
+    //    5xx may come after the transfer was sent), so the buyer gets 503 settlement_pending,
+    //    and `second`'s breaker opens.
+    set_settle_mode(&second.url, "unavailable");
+    let m0 = server_support::scrape(&paycall.admin).await;
+    let first = stack
+        .send_signed_async(&url, "GET", None, &signed.payment_signature)
+        .await;
+    assert_eq!(first.status, 503, "{:?}", first.body);
+    assert_eq!(
+        first.body["error"], "settlement_pending",
+        "{:?}",
+        first.body
+    );
+    assert_eq!(first.pay_to_received(), 0);
+    assert_eq!(settles_of(&second.calls()).len(), 1);
+    assert_eq!(settles_of(&stack.calls()).len(), 0);
+    let row = connect(&LedgerUrl::Sqlite(ledger.clone()))
+        .unwrap()
+        .get(&key)
+        .await
+        .unwrap()
+        .expect("the payment's row");
+    assert_eq!(row.state, State::Pending);
+    assert_eq!(row.verified_by.as_deref(), Some("second"));
+    assert_eq!(
+        row.settled_by.as_deref(),
+        Some("second"),
+        "written before the settlement was sent"
+    );
+    let (_, _, status) = server_support::get_json(&format!("{}/status", paycall.base)).await;
+    assert_eq!(
+        status["facilitators"][0]["state"], "open",
+        "`second` is now last in the failover order: {status}"
+    );
+    let m1 = server_support::scrape(&paycall.admin).await;
+    let (settle0, settle1) = (exchanges(&m0, "settle"), exchanges(&m1, "settle"));
+    assert_eq!(
+        settle1["second"].0 - settle0["second"].0,
+        1.0,
+        "one settle exchange with `second`: {settle1:?}"
+    );
+    assert_eq!(
+        settle1["second"].1 - settle0["second"].1,
+        1.0,
+        "a failed one"
+    );
+    assert_eq!(settle1["stack"], settle0["stack"], "`stack` never asked");
+    let line = logs
+        .request(&first.headers["x-request-id"])
+        .expect("the first call's request line");
+    assert_eq!(line["facilitator"], "second", "{line}");
+    assert_eq!(line["payment"], "pending", "{line}");
+
+    // 2. The buyer repeats the same payment. The chain shows no transfer, so the settlement is
+    //    asked again — of `second`, the facilitator it was sent to, although its breaker is open
+    //    and `stack` is healthy.
+    set_settle_mode(&second.url, "normal");
+    let mut retry = None;
+    for _ in 0..20 {
+        let r = stack
+            .send_signed_async(&url, "GET", None, &signed.payment_signature)
+            .await;
+        // The background reconciliation may hold the row for a moment: 409, bounded retries.
+        if r.status == 409 && r.body["error"] == "payment_in_flight" {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        }
+        retry = Some(r);
+        break;
+    }
+    let retry = retry.expect("the retry was never taken");
+    assert_eq!(retry.status, 200, "{:?}", retry.body);
+    let tx = retry.payment_response.as_ref().expect("PAYMENT-RESPONSE")["transaction"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(retry.pay_to_received(), price, "exactly the price moved");
+    let second_settles = settles_of(&second.calls());
+    assert_eq!(second_settles.len(), 2, "asked again of `second`");
+    assert_eq!(second_settles[1]["response"]["transaction"], tx.as_str());
+    assert_eq!(
+        settles_of(&stack.calls()).len(),
+        0,
+        "never re-sent to the other facilitator"
+    );
+    assert_eq!(
+        stack.usdc_balance(&stack.pay_to) as i128 - pay_to_start as i128,
+        price,
+        "settled once on chain"
+    );
+    let row = connect(&LedgerUrl::Sqlite(ledger.clone()))
+        .unwrap()
+        .get(&key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.state, State::Settled);
+    assert_eq!(row.transaction.as_deref(), Some(tx.as_str()));
+    assert_eq!(row.settled_by.as_deref(), Some("second"));
+
+    // The paid call's log line and the per-facilitator metrics name the facilitator that
+    // settled it.
+    let line = logs
+        .request(&retry.headers["x-request-id"])
+        .expect("the retry's request line");
+    assert_eq!(line["facilitator"], "second", "{line}");
+    assert_eq!(line["charged"], true, "{line}");
+    let m2 = server_support::scrape(&paycall.admin).await;
+    let settle2 = exchanges(&m2, "settle");
+    assert_eq!(
+        settle2["second"].0 - settle1["second"].0,
+        1.0,
+        "{settle2:?}"
+    );
+    assert_eq!(settle2["second"].1, settle1["second"].1, "a successful one");
+    assert_eq!(settle2["stack"], settle0["stack"], "`stack` never asked");
+    paycall.shutdown(Duration::from_secs(30)).await;
 }

@@ -15,8 +15,10 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use paycall::payment::ledger::model::SCHEMA_VERSION;
 use paycall::payment::ledger::{
-    connect, Binding, Claim, KeptReply, LedgerUrl, NewPayment, State, Update,
+    connect, postgres as postgres_ledger, Binding, Claim, KeptReply, LedgerUrl, NewPayment, State,
+    Update,
 };
 use stack::LocalStack;
 use support::server::{enc, send_signed};
@@ -50,8 +52,8 @@ async fn the_store_contract_holds_on_postgres() {
     // Two instances migrating at once: the advisory lock serialises them.
     let s2 = connect(&url).unwrap();
     let (a, b) = tokio::join!(s.migrate(), s2.migrate());
-    assert_eq!((a.unwrap(), b.unwrap()), (1, 1));
-    assert_eq!(s.schema_version().await.unwrap(), Some(1));
+    assert_eq!((a.unwrap(), b.unwrap()), (SCHEMA_VERSION, SCHEMA_VERSION));
+    assert_eq!(s.schema_version().await.unwrap(), Some(SCHEMA_VERSION));
 
     let p = payment("k1", "/api/http", Some("pid_0123456789abcdef"));
     assert!(matches!(
@@ -153,6 +155,55 @@ async fn the_store_contract_holds_on_postgres() {
     .unwrap();
     assert_eq!(s.prune(100_000, 0).await.unwrap(), (1, 0));
     assert_eq!(s.report(&Default::default()).await.unwrap().len(), 2);
+
+    // A database paycall left at schema 1 (no facilitator columns), with a payment in doubt:
+    // readable as is, then migrated in place by the next start, its row kept.
+    let old = pg.database("old_schema");
+    let (db, conn) = tokio_postgres::connect(&old, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    db.batch_execute(postgres_ledger::MIGRATIONS[0].1)
+        .await
+        .unwrap();
+    db.batch_execute(
+        "CREATE TABLE ledger_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+         INSERT INTO ledger_meta VALUES ('schema', '1');
+         INSERT INTO payments (key, route, method, input_hash, header_hash, amount, asset,
+            network, pay_to, request_id, state, lease_owner, lease_until, valid_before, tx,
+            created_ms, updated_ms)
+         VALUES ('old', '/api/http', 'GET', 'h1', 'hh', '10000', '0xa', 'eip155:8453', '0xb',
+            'r0', 'pending', 'o', 0, 2000000000, '0xt', 1000, 1000);",
+    )
+    .await
+    .unwrap();
+    let s = connect(&LedgerUrl::Postgres(old)).unwrap();
+    assert_eq!(s.schema_version().await.unwrap(), Some(1));
+    let rows = s.report(&Default::default()).await.unwrap();
+    assert_eq!((rows.len(), rows[0].settled_by.clone()), (1, None));
+    assert_eq!(s.migrate().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(s.schema_version().await.unwrap(), Some(SCHEMA_VERSION));
+    let row = s.get("old").await.unwrap().unwrap();
+    assert_eq!(
+        (row.state, row.transaction.as_deref(), row.settled_by),
+        (State::Pending, Some("0xt"), None)
+    );
+    assert!(s
+        .take_over("old", "i", 2_000, 60_000)
+        .await
+        .unwrap()
+        .is_some());
+    let u = Update {
+        verified_by: Some("cdp".into()),
+        settled_by: Some("self-hosted".into()),
+        release: true,
+        ..Default::default()
+    };
+    assert!(s.update("old", "i", &u, 3_000).await.unwrap());
+    let row = s.get("old").await.unwrap().unwrap();
+    assert_eq!(row.verified_by.as_deref(), Some("cdp"));
+    assert_eq!(row.settled_by.as_deref(), Some("self-hosted"));
+    assert_eq!(s.migrate().await.unwrap(), SCHEMA_VERSION, "idempotent");
 }
 
 /// paycall with the shipped config on this ledger URL, as instance `name`.

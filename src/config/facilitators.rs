@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_saphyr::Location;
+use serde_saphyr::{Location, Spanned};
 use url::Url;
 
 use super::{
@@ -168,31 +168,7 @@ fn one(
             placeholder.clone()
         }),
     };
-    let key_id = env_nonempty(env, "CDP_API_KEY_ID");
-    let key_secret = env_nonempty(env, "CDP_API_KEY_SECRET");
-    let auth = match f.auth.value.as_str() {
-        "none" => FacilitatorAuthSetting::None,
-        "auto" | "cdp" => match (key_id, key_secret) {
-            (Some(key_id), Some(key_secret)) => FacilitatorAuthSetting::Cdp { key_id, key_secret },
-            _ if f.auth.value == "cdp" => {
-                r.at(
-                    f.auth.referenced,
-                    "auth is `cdp` but CDP_API_KEY_ID / CDP_API_KEY_SECRET are not set",
-                    "export both variables, or set auth: auto",
-                );
-                FacilitatorAuthSetting::None
-            }
-            _ => FacilitatorAuthSetting::None,
-        },
-        other => {
-            r.at(
-                f.auth.referenced,
-                format!("unknown facilitator auth `{other}`"),
-                "use auto, cdp or none",
-            );
-            FacilitatorAuthSetting::None
-        }
-    };
+    let auth = auth(r, env, &f, at);
     if f.pool_idle_timeout_ms > 60_000 {
         r.unplaced(
             format!("{at}.pool_idle_timeout_ms must be at most 60000"),
@@ -208,6 +184,91 @@ fn one(
         pool_idle_timeout: Duration::from_millis(f.pool_idle_timeout_ms),
         auth,
     }
+}
+
+/// The variables a CDP key pair is read from when the entry names none (every config before
+/// per-facilitator keys).
+pub const DEFAULT_KEY_ID_ENV: &str = "CDP_API_KEY_ID";
+pub const DEFAULT_KEY_SECRET_ENV: &str = "CDP_API_KEY_SECRET";
+
+/// Whether `name` can name an environment variable (letters, digits, `_`; not a digit first).
+pub fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// One facilitator's `auth`, its CDP key pair read from the variables the entry names
+/// (`api_key_id_env`, `api_key_secret_env`; CDP_API_KEY_ID / CDP_API_KEY_SECRET by default), so
+/// two CDP facilitators need not share one key. `auto` with the default variables keeps its
+/// meaning (both set: CDP; else no auth); `cdp`, or `auto` with variables of its own, wants
+/// the key, and a missing or empty variable is an error at the line that names it (`auth`'s
+/// line for a default one). A secret CDP could not sign with is an error too.
+fn auth(
+    r: &mut Reporter<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+    f: &raw::Facilitator,
+    at: &str,
+) -> FacilitatorAuthSetting {
+    let mode = f.auth.value.as_str();
+    if !matches!(mode, "none" | "auto" | "cdp") {
+        r.at(
+            f.auth.referenced,
+            format!("unknown facilitator auth `{mode}`"),
+            "use auto, cdp or none",
+        );
+        return FacilitatorAuthSetting::None;
+    }
+    // (variable, where a problem with it is reported, named in the entry)
+    let var = |named: &Option<Spanned<String>>, default: &str| match named {
+        Some(s) => (s.value.trim().to_string(), s.referenced, true),
+        None => (default.to_string(), f.auth.referenced, false),
+    };
+    let id = var(&f.api_key_id_env, DEFAULT_KEY_ID_ENV);
+    let secret = var(&f.api_key_secret_env, DEFAULT_KEY_SECRET_ENV);
+    let mut names_ok = true;
+    for (name, loc, _) in [&id, &secret] {
+        if !valid_env_name(name) {
+            r.at(
+                *loc,
+                format!("{at}: `{name}` is not an environment variable name"),
+                "use letters, digits and `_`, e.g. CDP_API_KEY_ID_BACKUP",
+            );
+            names_ok = false;
+        }
+    }
+    if mode == "none" || !names_ok {
+        return FacilitatorAuthSetting::None;
+    }
+    let own_vars = id.2 || secret.2;
+    let (key_id, key_secret) = match (env_nonempty(env, &id.0), env_nonempty(env, &secret.0)) {
+        (Some(key_id), Some(key_secret)) => (key_id, key_secret),
+        _ if mode == "auto" && !own_vars => return FacilitatorAuthSetting::None,
+        (key_id, key_secret) => {
+            for ((name, loc, _), value) in [(&id, &key_id), (&secret, &key_secret)] {
+                if value.is_none() {
+                    r.at(
+                        *loc,
+                        format!("{at}: auth `{mode}` needs {name}, which is not set or empty"),
+                        format!("export {name}, or set auth: none"),
+                    );
+                }
+            }
+            return FacilitatorAuthSetting::None;
+        }
+    };
+    if let Err(e) = crate::x402::auth::CdpSigner::new(&key_id, &key_secret) {
+        r.at(
+            secret.1,
+            format!(
+                "{at}: the CDP key in {} / {} cannot sign: {e}",
+                id.0, secret.0
+            ),
+            "paste the key CDP issued (the PEM EC key or the base64 Ed25519 secret) and its id",
+        );
+        return FacilitatorAuthSetting::None;
+    }
+    FacilitatorAuthSetting::Cdp { key_id, key_secret }
 }
 
 fn failover_settings(r: &mut Reporter<'_>, raw: Option<raw::Failover>) -> FailoverSettings {
@@ -382,5 +443,148 @@ mod tests {
         let err = load_with_env(&path, &env(&[])).unwrap_err().to_string();
         assert!(err.contains("payment.facilitators[0].url"), "{err}");
         assert!(err.contains("payment.failover.failures"), "{err}");
+    }
+
+    /// A CDP key secret CDP's signer accepts (base64 of an Ed25519 seed and its public key).
+    fn cdp_secret(seed: u8) -> String {
+        use base64::Engine;
+        use ring::signature::{Ed25519KeyPair, KeyPair};
+        let pair = Ed25519KeyPair::from_seed_unchecked(&[seed; 32]).unwrap();
+        let mut secret = vec![seed; 32];
+        secret.extend(pair.public_key().as_ref());
+        base64::engine::general_purpose::STANDARD.encode(secret)
+    }
+
+    fn env_with(extra: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+        let base = env(&[]);
+        move |k: &str| {
+            extra
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| base(k))
+        }
+    }
+
+    /// The 1-based line of the first line of `path` containing `needle` after `after`.
+    fn line_of(path: &Path, after: &str, needle: &str) -> u64 {
+        let text = std::fs::read_to_string(path).unwrap();
+        let start = text.find(after).unwrap();
+        let at = start + text[start..].find(needle).unwrap();
+        text[..at].matches('\n').count() as u64 + 1
+    }
+
+    const TWO_CDP: &str = "  facilitators:\n    - name: cdp\n      url: https://api.cdp.coinbase.com/platform/v2/x402\n      auth: cdp\n    - name: cdp-backup\n      url: https://backup.example.com/x402\n      auth: cdp\n      api_key_id_env: CDP_BACKUP_KEY_ID\n      api_key_secret_env: CDP_BACKUP_KEY_SECRET\n";
+
+    #[test]
+    fn each_facilitator_reads_its_own_cdp_key_and_the_default_variables_keep_working() {
+        use super::FacilitatorAuthSetting::{Cdp, None as NoAuth};
+        let cdp = |id: &str, seed: u8| Cdp {
+            key_id: id.into(),
+            key_secret: cdp_secret(seed),
+        };
+        let (_d, path) = with(TWO_CDP);
+        let vars = env_with(vec![
+            ("CDP_API_KEY_ID", "kid-main".into()),
+            ("CDP_API_KEY_SECRET", cdp_secret(1)),
+            ("CDP_BACKUP_KEY_ID", "kid-backup".into()),
+            ("CDP_BACKUP_KEY_SECRET", cdp_secret(2)),
+        ]);
+        let cfg = load_with_env(&path, &vars).unwrap_or_else(|e| panic!("{e}"));
+        let f = &cfg.payment.facilitators;
+        assert_eq!(
+            f[0].auth,
+            cdp("kid-main", 1),
+            "no variables named: the defaults"
+        );
+        assert_eq!(f[1].auth, cdp("kid-backup", 2), "its own key pair");
+
+        // The shipped single form (auth: auto, no variables named) as before: the default
+        // variables when both are set, else no auth.
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+        let cfg = load_with_env(&shipped, &vars).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.payment.facilitators[0].auth, cdp("kid-main", 1));
+        let cfg = load_with_env(&shipped, &env(&[])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.payment.facilitators[0].auth, NoAuth);
+        let half = env_with(vec![("CDP_API_KEY_ID", "kid-main".into())]);
+        let cfg = load_with_env(&shipped, &half).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.payment.facilitators[0].auth, NoAuth);
+    }
+
+    #[test]
+    fn a_missing_or_empty_key_variable_is_an_error_at_the_line_that_names_it() {
+        let (_d, path) = with(TWO_CDP);
+        // The backup's own secret variable is empty; the first one's defaults are not set.
+        let vars = env_with(vec![
+            ("CDP_BACKUP_KEY_ID", "kid-backup".into()),
+            ("CDP_BACKUP_KEY_SECRET", "  ".into()),
+        ]);
+        let errors = load_with_env(&path, &vars).unwrap_err().0;
+        let find = |needle: &str| {
+            errors
+                .iter()
+                .find(|e| e.message.contains(needle))
+                .unwrap_or_else(|| panic!("no error naming {needle}: {errors:#?}"))
+                .clone()
+        };
+        let e = find("needs CDP_BACKUP_KEY_SECRET");
+        assert!(e.message.starts_with("payment.facilitators[1]"), "{e}");
+        assert_eq!(
+            e.line,
+            line_of(&path, "- name: cdp-backup", "api_key_secret_env:"),
+            "{e}"
+        );
+        assert!(e.hint.contains("export CDP_BACKUP_KEY_SECRET"), "{e}");
+        assert!(
+            !errors
+                .iter()
+                .any(|e| e.message.contains("CDP_BACKUP_KEY_ID")),
+            "the id is set: {errors:#?}"
+        );
+        // A default variable has no line of its own: the entry's `auth` line.
+        for name in ["needs CDP_API_KEY_ID", "needs CDP_API_KEY_SECRET"] {
+            let e = find(name);
+            assert!(e.message.starts_with("payment.facilitators[0]"), "{e}");
+            assert_eq!(e.line, line_of(&path, "- name: cdp\n", "auth: cdp"), "{e}");
+        }
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+
+        // `auto` with variables of its own wants the key too; a bad variable name and a
+        // secret CDP cannot sign with are errors.
+        let block = "  facilitators:\n    - name: a\n      url: http://127.0.0.1:1/\n      auth: auto\n      api_key_id_env: A_KEY_ID\n      api_key_secret_env: A_KEY_SECRET\n    - name: b\n      url: http://127.0.0.1:2/\n      auth: cdp\n      api_key_id_env: \"B KEY\"\n    - name: c\n      url: http://127.0.0.1:3/\n      auth: cdp\n      api_key_id_env: C_KEY_ID\n      api_key_secret_env: C_KEY_SECRET\n";
+        let (_d, path) = with(block);
+        let vars = env_with(vec![
+            ("C_KEY_ID", "kid-c".into()),
+            ("C_KEY_SECRET", "not a key".into()),
+        ]);
+        let err = load_with_env(&path, &vars).unwrap_err().to_string();
+        assert!(
+            err.contains("payment.facilitators[0]: auth `auto` needs A_KEY_ID"),
+            "{err}"
+        );
+        assert!(err.contains("needs A_KEY_SECRET"), "{err}");
+        assert!(
+            err.contains("`B KEY` is not an environment variable name"),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "payment.facilitators[2]: the CDP key in C_KEY_ID / C_KEY_SECRET cannot sign"
+            ),
+            "{err}"
+        );
+        assert!(
+            !err.contains("not a key"),
+            "a secret is never echoed: {err}"
+        );
+    }
+
+    #[test]
+    fn environment_variable_names() {
+        assert!(super::valid_env_name("CDP_API_KEY_ID"));
+        assert!(super::valid_env_name("cdp_backup_2"));
+        for bad in ["", "2KEY", "A-B", "A B", "A=B"] {
+            assert!(!super::valid_env_name(bad), "{bad}");
+        }
     }
 }

@@ -133,10 +133,17 @@ pub struct Facilitator {
     /// facilitator's keep-alive (Node closes idle connections after 5 s). 0: never reuse.
     #[serde(default = "default_pool_idle_timeout")]
     pub pool_idle_timeout_ms: u64,
-    /// `auto` (CDP JWT when CDP_API_KEY_ID and CDP_API_KEY_SECRET are set, else none),
-    /// `cdp` (required: startup error without the keys) or `none`.
+    /// `auto` (CDP JWT when the key's two variables are set, else none), `cdp` (required:
+    /// startup error without the key) or `none`.
     #[serde(default = "default_auth")]
     pub auth: Spanned<String>,
+    /// The environment variable holding this facilitator's CDP API key id (default
+    /// CDP_API_KEY_ID): each facilitator may have its own key pair.
+    #[serde(default)]
+    pub api_key_id_env: Option<Spanned<String>>,
+    /// The environment variable holding its CDP API key secret (default CDP_API_KEY_SECRET).
+    #[serde(default)]
+    pub api_key_secret_env: Option<Spanned<String>>,
 }
 
 /// One entry of `payment.facilitators`: a name (log lines, metrics labels, /status) and the
@@ -158,6 +165,11 @@ pub struct NamedFacilitator {
     /// `auto`, `cdp` or `none`, as for `payment.facilitator`.
     #[serde(default = "default_auth")]
     pub auth: Spanned<String>,
+    /// Where its CDP key pair is read from, as for `payment.facilitator`.
+    #[serde(default)]
+    pub api_key_id_env: Option<Spanned<String>>,
+    #[serde(default)]
+    pub api_key_secret_env: Option<Spanned<String>>,
 }
 
 impl NamedFacilitator {
@@ -172,6 +184,8 @@ impl NamedFacilitator {
                 supported_ttl_s: self.supported_ttl_s,
                 pool_idle_timeout_ms: self.pool_idle_timeout_ms,
                 auth: self.auth,
+                api_key_id_env: self.api_key_id_env,
+                api_key_secret_env: self.api_key_secret_env,
             },
         )
     }

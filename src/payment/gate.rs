@@ -754,7 +754,7 @@ impl Gate {
         sold: Option<&SoldAs>,
     ) -> Flow {
         let routed = self.facilitator.verify(&paid.payload, &paid.offer).await;
-        if let Some(by) = routed.by {
+        if let Some(by) = routed.by.clone() {
             ex.slots.put(super::paid::FacilitatorUsed(by));
         }
         match routed.result {
@@ -766,6 +766,7 @@ impl Gate {
                 let u = Update {
                     state: Some(State::Verified),
                     payer: paid.payer.clone(),
+                    verified_by: routed.by.as_deref().map(str::to_string),
                     ..Default::default()
                 };
                 if let Err(e) = store
@@ -1147,6 +1148,8 @@ mod tests {
             reply_expires_ms: None,
             created_ms: 0,
             updated_ms: 0,
+            verified_by: None,
+            settled_by: None,
         }
     }
 

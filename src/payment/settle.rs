@@ -11,7 +11,9 @@
 //! A payment met again while its money is in doubt (the gate's `Resume`) is released only on
 //! proof: the facilitator's success with a transaction hash, or the transfer found on chain
 //! (`confirm`). A facilitator saying the authorization "is used" is not proof: it may have
-//! been cancelled. Parameters: `retry_after_s` (default 5).
+//! been cancelled. The ledger row names the facilitator a settlement is sent to before it is
+//! sent; a settlement in doubt is asked again of that facilitator only. Parameters:
+//! `retry_after_s` (default 5).
 
 use async_trait::async_trait;
 use http::{HeaderValue, StatusCode};
@@ -211,25 +213,43 @@ impl Settle {
         if !self.keepable(&reply) {
             tracing::warn!(request_id = %rid, bytes = reply.body.len(), "reply over ledger.max_reply_bytes: not kept for a retry");
         }
-        let u = Update {
+        let settling = Update {
             state: Some(State::Settling),
             reply: self
                 .keepable(&reply)
                 .then(|| (reply_to_kept(&reply), keep_until)),
             ..Default::default()
         };
-        match store.update(&paid.key, self.ledger.owner(), &u, now).await {
-            Ok(true) => {}
-            Ok(false) => {
+        // The row names each facilitator before the settlement is sent to it, in the same
+        // statement that keeps the reply: a settlement whose outcome is unknown is resolved
+        // with that facilitator and no other (docs/ledger.md), even after a crash.
+        let mut first = Some(settling);
+        let (key, owner) = (paid.key.as_str(), self.ledger.owner());
+        let announced = self
+            .facilitator
+            .settle_announced(&paid.payload, &paid.offer, |name| {
+                let mut u = first.take().unwrap_or_default();
+                u.settled_by = Some(name.to_string());
+                async move {
+                    match store.update(key, owner, &u, now_ms()).await {
+                        Ok(true) => Ok(()),
+                        Ok(false) => Err(None),
+                        Err(e) => Err(Some(e)),
+                    }
+                }
+            })
+            .await;
+        let Routed { by, result } = match announced {
+            Ok(routed) => routed,
+            Err(None) => {
                 tracing::error!(request_id = %rid, "ledger: our claim on the payment ended before settlement; nothing settled");
                 return (ledger_down(), Outcome::NotSettled);
             }
-            Err(e) => {
+            Err(Some(e)) => {
                 tracing::error!(request_id = %rid, error = %e, "ledger unavailable before settlement; nothing settled");
                 return (ledger_down(), Outcome::NotSettled);
             }
-        }
-        let Routed { by, result } = self.facilitator.settle(&paid.payload, &paid.offer).await;
+        };
         *used = by;
         let verdict = match result {
             Ok(SettleOutcome::Settled { response }) => paid_verdict(response),
@@ -263,10 +283,13 @@ impl Settle {
         if let Some(v) = self.on_chain(paid, known_tx.as_deref(), rid).await {
             return self.record(store, paid, reply, v, rid).await;
         }
-        // 2. Settling the same authorization again is safe: the token moves it at most once
-        //    (and a Solana transaction only with its feePayer's facilitator, which `settle`
-        //    picks by the offer's feePayer).
-        let Routed { by, result } = self.facilitator.settle(&paid.payload, &paid.offer).await;
+        // 2. Settling the same authorization again is safe: the token moves it at most once.
+        //    Only with the facilitator it was sent to (recorded in the row): that one may still
+        //    hold it, and for Solana only it can sign as the feePayer.
+        let Routed { by, result } = self
+            .facilitator
+            .settle_again(resume.row.settled_by.as_deref(), &paid.payload, &paid.offer)
+            .await;
         *used = by;
         let verdict = match result {
             Ok(SettleOutcome::Settled { response }) => paid_verdict(response),

@@ -23,9 +23,10 @@ pub const JWT_LIFETIME_SECS: u64 = 120;
 /// Why a CDP key could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
-    #[error("CDP_API_KEY_ID is empty")]
+    // The variables holding the key are the config's to name (each facilitator may read its own).
+    #[error("the CDP API key id is empty")]
     EmptyKeyId,
-    #[error("CDP_API_KEY_SECRET is not usable: {0}")]
+    #[error("the CDP API key secret is not usable: {0}")]
     BadSecret(String),
     #[error("signing the CDP token failed")]
     Sign,

@@ -11,7 +11,10 @@
 //!   (connect refused, DNS, TLS: `FacilitatorError::Unreachable`, after the client's own one
 //!   resend on a fresh connection). A timeout after sending, a dropped connection or a 5xx
 //!   leaves its outcome unknown: it is never re-sent elsewhere; the settle stage records it as
-//!   pending and the ledger's confirmation rule (the chain, `payment::confirm`) decides.
+//!   pending and the ledger's confirmation rule (the chain, `payment::confirm`) decides. The
+//!   name of each facilitator is announced before the settlement is sent to it
+//!   ([`Facilitators::settle_announced`]: the ledger records it), and a settlement in doubt is
+//!   asked again only of that one ([`Facilitators::settle_again`]).
 //! - With two or more facilitators a background task asks each one's `/supported` every
 //!   `check_interval` (health and latency, and how an open breaker closes again without risking
 //!   a paid call). With one, nothing changes: no checks, and it is always asked.
@@ -30,7 +33,7 @@ use tracing::{debug, info, warn};
 use super::facilitator::{
     FacilitatorClient, FacilitatorError, SettleOutcome, Supported, VerifyOutcome,
 };
-use super::failover::{choose, Candidate, Health, Rules, State, Support};
+use super::failover::{choose, same_facilitator, Candidate, Health, Rules, State, Support};
 use super::types::Requirement;
 
 /// What the pool tells its observer (the metrics).
@@ -316,6 +319,32 @@ impl Facilitators {
         payload: &Value,
         requirement: &Requirement,
     ) -> Routed<Result<SettleOutcome, FacilitatorError>> {
+        let announced = self
+            .settle_announced(payload, requirement, |_| async {
+                Ok::<(), std::convert::Infallible>(())
+            })
+            .await;
+        match announced {
+            Ok(routed) => routed,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`settle`](Self::settle), awaiting `before_send(name)` before the settlement is sent to
+    /// each facilitator: the ledger records that name first, so a settlement whose outcome
+    /// turns out unknown is resolved with the facilitator that has it ([`Self::settle_again`]),
+    /// even after a crash. An error from `before_send` stops everything: nothing more is sent,
+    /// and the error is returned.
+    pub async fn settle_announced<E, F, Fut>(
+        &self,
+        payload: &Value,
+        requirement: &Requirement,
+        mut before_send: F,
+    ) -> Result<Routed<Result<SettleOutcome, FacilitatorError>>, E>
+    where
+        F: FnMut(Arc<str>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), E>>,
+    {
         let order = self.order(requirement);
         let mut last: Routed<Result<SettleOutcome, FacilitatorError>> = Routed {
             by: None,
@@ -323,6 +352,7 @@ impl Facilitators {
         };
         for (n, &i) in order.iter().enumerate() {
             let m = &self.members[i];
+            before_send(m.name.clone()).await?;
             self.start_call(i);
             let started = Instant::now();
             let result = m.client.settle(payload, requirement).await;
@@ -347,7 +377,42 @@ impl Facilitators {
                 _ => break,
             }
         }
-        last
+        Ok(last)
+    }
+
+    /// Settles again a payment whose settlement is in doubt, with the facilitator the ledger
+    /// says it was sent to (`sent_to`) and no other, whatever its breaker says
+    /// ([`failover::same_facilitator`] decides). When there is no one to ask, `by` is None and
+    /// the result an `Unreachable` error: nothing was sent.
+    pub async fn settle_again(
+        &self,
+        sent_to: Option<&str>,
+        payload: &Value,
+        requirement: &Requirement,
+    ) -> Routed<Result<SettleOutcome, FacilitatorError>> {
+        let names = self.names();
+        let Some(i) = same_facilitator(sent_to, &names[..]) else {
+            warn!(
+                sent_to = sent_to.unwrap_or("unrecorded"),
+                "a settlement in doubt is not sent to another facilitator than the one it went to; the chain decides"
+            );
+            return Routed {
+                by: None,
+                result: Err(FacilitatorError::Unreachable(format!(
+                    "the facilitator this payment was sent to ({}) is not configured",
+                    sent_to.unwrap_or("not recorded")
+                ))),
+            };
+        };
+        let m = &self.members[i];
+        self.start_call(i);
+        let started = Instant::now();
+        let result = m.client.settle(payload, requirement).await;
+        self.record(i, "settle", started.elapsed(), result.as_ref().err());
+        Routed {
+            by: Some(m.name.clone()),
+            result,
+        }
     }
 
     /// The union of every facilitator's `/supported` (each cached for its TTL); an error only

@@ -175,9 +175,36 @@ pub fn choose(candidates: &[Candidate]) -> Vec<usize> {
     order.into_iter().map(|(.., i)| i).collect()
 }
 
+/// Which facilitator settles again a payment whose settlement is in doubt (index into `names`,
+/// the operator's order): the one it was sent to (`sent_to`, recorded in the ledger before it
+/// was sent), never another, whatever its breaker says — only it may still hold the payment,
+/// and another one could only race it. A name no longer configured: none. A row from before
+/// the ledger recorded the name (None): the only facilitator when there is one (what was asked
+/// before), else none; with none, the chain alone decides (docs/ledger.md).
+pub fn same_facilitator<N: AsRef<str>>(sent_to: Option<&str>, names: &[N]) -> Option<usize> {
+    match sent_to {
+        Some(name) => names.iter().position(|n| n.as_ref() == name),
+        None if names.len() == 1 => Some(0),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settlement_in_doubt_goes_back_to_the_facilitator_that_has_it() {
+        let names = &["cdp", "self-hosted"][..];
+        assert_eq!(same_facilitator(Some("self-hosted"), names), Some(1));
+        assert_eq!(same_facilitator(Some("cdp"), names), Some(0));
+        // Removed from the config since: nobody else is asked.
+        assert_eq!(same_facilitator(Some("gone"), names), None);
+        // Recorded before the ledger named facilitators: only an unambiguous one.
+        assert_eq!(same_facilitator(None, names), None);
+        assert_eq!(same_facilitator(None, &["default"][..]), Some(0));
+        assert_eq!(same_facilitator(Some("default"), &["other"][..]), None);
+    }
 
     fn rules() -> Rules {
         Rules {

@@ -9,6 +9,7 @@
 //! - upstreams and canaries: [`upstream`], [`guard`] (scripted raw HTTP, counting canaries),
 //!   [`pages`], [`extract`], [`market`], [`search`], [`audit_zoo`], [`postgres`];
 //! - documents: [`pdf`], [`hostile`];
+//! - [`logs`]: the process's JSON log lines, captured once;
 //! - [`net`]: bind 127.0.0.1:0 and serve; [`bench`]: the benches' stub facilitator, slow upstream,
 //!   arguments and RSS.
 //!
@@ -23,6 +24,7 @@ pub mod eip3009;
 pub mod extract;
 pub mod guard;
 pub mod hostile;
+pub mod logs;
 pub mod market;
 pub mod net;
 pub mod pages;

@@ -119,6 +119,12 @@ pub struct Row {
     pub reply_expires_ms: Option<i64>,
     pub created_ms: i64,
     pub updated_ms: i64,
+    /// The configured name of the facilitator whose verify verdict let the work run.
+    pub verified_by: Option<String>,
+    /// The configured name of the facilitator the settlement was sent to, written before it is
+    /// sent: a settlement whose outcome is unknown is resolved with this one and no other
+    /// (docs/ledger.md). None on rows older than schema 2.
+    pub settled_by: Option<String>,
 }
 
 /// What a claim found.
@@ -145,6 +151,8 @@ pub struct Update {
     pub payer: Option<String>,
     pub transaction: Option<String>,
     pub error: Option<String>,
+    pub verified_by: Option<String>,
+    pub settled_by: Option<String>,
     /// Keep this reply until `reply_expires_ms`.
     pub reply: Option<(KeptReply, i64)>,
     /// Drop the kept reply (a failed settlement: nothing may be released).
@@ -154,7 +162,7 @@ pub struct Update {
 }
 
 /// Current schema version; migrations in `migrations` bring a database to it.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

@@ -8,11 +8,14 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::model::{Binding, Claim, NewPayment, Row, State, Update, SCHEMA_VERSION};
-use super::store::{LedgerError, ReportQuery, Store, COLS, COLS_NO_BODY, FINAL_STATES};
+use super::store::{report_cols, LedgerError, ReportQuery, Store, COLS, FINAL_STATES};
 
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE IF NOT EXISTS payments (
+/// The schema, one step per version. A shipped step is never edited (an existing ledger has
+/// already run it): a change is a new step.
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE IF NOT EXISTS payments (
         key TEXT PRIMARY KEY,
         route TEXT NOT NULL, method TEXT NOT NULL, input_hash TEXT NOT NULL,
         header_hash TEXT NOT NULL, pid TEXT,
@@ -28,7 +31,14 @@ const MIGRATIONS: &[(i64, &str)] = &[(
     CREATE UNIQUE INDEX IF NOT EXISTS payments_pid ON payments(route, pid) WHERE pid IS NOT NULL;
     CREATE INDEX IF NOT EXISTS payments_created ON payments(created_ms);
     CREATE INDEX IF NOT EXISTS payments_state ON payments(state);",
-)];
+    ),
+    // 2: which facilitator verified and which one the settlement was sent to (docs/ledger.md).
+    (
+        2,
+        "ALTER TABLE payments ADD COLUMN IF NOT EXISTS verified_by TEXT,
+            ADD COLUMN IF NOT EXISTS settled_by TEXT;",
+    ),
+];
 
 /// Advisory lock key of the migrations ("x402" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7834_3032;
@@ -106,6 +116,8 @@ fn read_row(r: &tokio_postgres::Row) -> Row {
         reply_expires_ms: r.get(21),
         created_ms: r.get(22),
         updated_ms: r.get(23),
+        verified_by: r.get(24),
+        settled_by: r.get(25),
     }
 }
 
@@ -298,7 +310,9 @@ impl Store for Postgres {
                     reply_body = CASE $5::INT8 WHEN 1 THEN $7::BYTEA WHEN 2 THEN NULL ELSE reply_body END,
                     reply_expires = CASE $5::INT8 WHEN 1 THEN $8::INT8 WHEN 2 THEN NULL ELSE reply_expires END,
                     lease_until = CASE WHEN $9::BOOL THEN 0 ELSE lease_until END,
-                    updated_ms = $10
+                    updated_ms = $10,
+                    verified_by = COALESCE($13::TEXT, verified_by),
+                    settled_by = COALESCE($14::TEXT, settled_by)
                  WHERE key = $11 AND lease_owner = $12",
                 &[
                     &state,
@@ -313,6 +327,8 @@ impl Store for Postgres {
                     &now_ms,
                     &key,
                     &owner,
+                    &u.verified_by,
+                    &u.settled_by,
                 ],
             )
             .await
@@ -392,6 +408,7 @@ impl Store for Postgres {
     }
 
     async fn report(&self, q: &ReportQuery) -> Result<Vec<Row>, LedgerError> {
+        let cols = report_cols(self.schema_version().await?);
         let c = self.client().await?;
         Ok(c.query(
             &format!(
@@ -399,7 +416,7 @@ impl Store for Postgres {
                      WHERE created_ms >= $1 AND ($2::TEXT IS NULL OR route = $2)
                      ORDER BY created_ms DESC",
                 // a bare NULL has no type in Postgres; the reader expects BYTEA
-                COLS_NO_BODY.replace("NULL,", "NULL::BYTEA,")
+                cols.replace("NULL,", "NULL::BYTEA,")
             ),
             &[&q.since_ms, &q.route],
         )

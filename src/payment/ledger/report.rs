@@ -91,6 +91,8 @@ fn row_json(r: &Row) -> Value {
         "error": r.error,
         "requestId": r.request_id,
         "attempts": r.attempts,
+        "verifiedBy": r.verified_by,
+        "settledBy": r.settled_by,
     })
 }
 
@@ -142,7 +144,7 @@ pub fn to_text(s: &Summary, decimals: &dyn Fn(&str) -> u32) -> String {
 
 fn line(r: &Row) -> String {
     format!(
-        "{}  {:<13} {:<6} {:<22} {:>8} {:<24} payer {} tx {}{}\n",
+        "{}  {:<13} {:<6} {:<22} {:>8} {:<24} payer {} tx {} via {}{}\n",
         time(r.created_ms),
         r.state.as_str(),
         r.binding.method,
@@ -151,11 +153,23 @@ fn line(r: &Row) -> String {
         r.network,
         r.payer.as_deref().unwrap_or("-"),
         r.transaction.as_deref().unwrap_or("-"),
+        facilitators(r),
         r.error
             .as_deref()
             .map(|e| format!("  ({e})"))
             .unwrap_or_default()
     )
+}
+
+/// Which facilitator handled the payment: the one its settlement was sent to, and the one that
+/// verified it when that was another (a failover between the two); `-` when none is recorded.
+fn facilitators(r: &Row) -> String {
+    match (r.verified_by.as_deref(), r.settled_by.as_deref()) {
+        (Some(v), Some(s)) if v != s => format!("{s} (verified by {v})"),
+        (_, Some(s)) => s.to_string(),
+        (Some(v), None) => format!("- (verified by {v})"),
+        (None, None) => "-".into(),
+    }
 }
 
 /// `--since`: `7d`, `12h`, `30m` ago, or a date `2026-11-01` (UTC). Returns Unix ms.
@@ -211,6 +225,8 @@ mod tests {
             reply_expires_ms: None,
             created_ms: ms,
             updated_ms: ms,
+            verified_by: None,
+            settled_by: None,
         }
     }
 
@@ -241,6 +257,30 @@ mod tests {
         assert!(text.contains("0.02"), "{text}");
         let j = to_json(&s, &|_| 6);
         assert_eq!(j["totals"][0]["usd"], "0.02");
+    }
+
+    #[test]
+    fn rows_name_the_facilitators_that_handled_them() {
+        let mut r = row(State::Settled, "/api/http", "10000", 1_764_000_000_000);
+        assert!(line(&r).contains(" via -"), "{}", line(&r));
+        r.verified_by = Some("cdp".into());
+        assert!(
+            line(&r).contains(" via - (verified by cdp)"),
+            "{}",
+            line(&r)
+        );
+        r.settled_by = Some("cdp".into());
+        assert!(line(&r).contains(" via cdp\n"), "{}", line(&r));
+        r.settled_by = Some("self-hosted".into());
+        assert!(
+            line(&r).contains(" via self-hosted (verified by cdp)"),
+            "{}",
+            line(&r)
+        );
+        let s = summarise(std::slice::from_ref(&r), 1);
+        let j = to_json(&s, &|_| 6);
+        assert_eq!(j["recent"][0]["settledBy"], "self-hosted");
+        assert_eq!(j["recent"][0]["verifiedBy"], "cdp");
     }
 
     #[test]

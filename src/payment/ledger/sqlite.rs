@@ -15,11 +15,14 @@ use std::sync::mpsc;
 use tokio::sync::oneshot;
 
 use super::model::{Binding, Claim, NewPayment, Row, State, Update, SCHEMA_VERSION};
-use super::store::{LedgerError, ReportQuery, Store, COLS, COLS_NO_BODY, FINAL_STATES};
+use super::store::{report_cols, LedgerError, ReportQuery, Store, COLS, FINAL_STATES};
 
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE IF NOT EXISTS payments (
+/// The schema, one step per version. A shipped step is never edited (an existing ledger has
+/// already run it): a change is a new step.
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE IF NOT EXISTS payments (
         key TEXT PRIMARY KEY,
         route TEXT NOT NULL, method TEXT NOT NULL, input_hash TEXT NOT NULL,
         header_hash TEXT NOT NULL, pid TEXT,
@@ -35,7 +38,14 @@ const MIGRATIONS: &[(i64, &str)] = &[(
     CREATE UNIQUE INDEX IF NOT EXISTS payments_pid ON payments(route, pid) WHERE pid IS NOT NULL;
     CREATE INDEX IF NOT EXISTS payments_created ON payments(created_ms);
     CREATE INDEX IF NOT EXISTS payments_state ON payments(state);",
-)];
+    ),
+    // 2: which facilitator verified and which one the settlement was sent to (docs/ledger.md).
+    (
+        2,
+        "ALTER TABLE payments ADD COLUMN verified_by TEXT;
+         ALTER TABLE payments ADD COLUMN settled_by TEXT;",
+    ),
+];
 
 /// The path that means "in memory" (`sqlite::memory:`).
 pub const MEMORY: &str = ":memory:";
@@ -147,6 +157,8 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         reply_expires_ms: r.get(21)?,
         created_ms: r.get(22)?,
         updated_ms: r.get(23)?,
+        verified_by: r.get(24)?,
+        settled_by: r.get(25)?,
     })
 }
 
@@ -168,7 +180,11 @@ impl Store for Sqlite {
 
     async fn migrate(&self) -> Result<i64, LedgerError> {
         self.with(|c| {
-            let tx = c.transaction().map_err(unavailable)?;
+            // Immediate: two processes opening one old file must not both read the old version
+            // and both add the new columns.
+            let tx = c
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
             tx.execute_batch(
                 "CREATE TABLE IF NOT EXISTS ledger_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
             )
@@ -356,7 +372,9 @@ impl Store for Sqlite {
                         reply_body = CASE ?5 WHEN 1 THEN ?7 WHEN 2 THEN NULL ELSE reply_body END,
                         reply_expires = CASE ?5 WHEN 1 THEN ?8 WHEN 2 THEN NULL ELSE reply_expires END,
                         lease_until = CASE WHEN ?9 THEN 0 ELSE lease_until END,
-                        updated_ms = ?10
+                        updated_ms = ?10,
+                        verified_by = COALESCE(?13, verified_by),
+                        settled_by = COALESCE(?14, settled_by)
                      WHERE key = ?11 AND lease_owner = ?12",
                     params![
                         u.state.map(State::as_str),
@@ -370,7 +388,9 @@ impl Store for Sqlite {
                         u.release,
                         now_ms,
                         key,
-                        owner
+                        owner,
+                        u.verified_by,
+                        u.settled_by
                     ],
                 )
                 .map_err(unavailable)?;
@@ -456,10 +476,11 @@ impl Store for Sqlite {
 
     async fn report(&self, q: &ReportQuery) -> Result<Vec<Row>, LedgerError> {
         let q = q.clone();
+        let cols = report_cols(self.schema_version().await?);
         self.with(move |c| {
             let mut st = c
                 .prepare(&format!(
-                    "SELECT {COLS_NO_BODY} FROM payments
+                    "SELECT {cols} FROM payments
                      WHERE created_ms >= ?1 AND (?2 IS NULL OR route = ?2)
                      ORDER BY created_ms DESC"
                 ))

@@ -89,12 +89,40 @@ pub trait Store: Send + Sync {
 /// The columns every query reads, in the order `row_from` expects.
 pub const COLS: &str = "key, route, method, input_hash, header_hash, pid, amount, asset, network, \
      pay_to, payer, request_id, state, attempts, lease_owner, lease_until, valid_before, tx, \
-     error, reply_meta, reply_body, reply_expires, created_ms, updated_ms";
+     error, reply_meta, reply_body, reply_expires, created_ms, updated_ms, verified_by, settled_by";
 
 /// Same, with the body left out (reports).
 pub const COLS_NO_BODY: &str = "key, route, method, input_hash, header_hash, pid, amount, asset, \
      network, pay_to, payer, request_id, state, attempts, lease_owner, lease_until, valid_before, \
-     tx, error, reply_meta, NULL, reply_expires, created_ms, updated_ms";
+     tx, error, reply_meta, NULL, reply_expires, created_ms, updated_ms, verified_by, settled_by";
+
+/// The report's columns on a database of schema 1 (`paycall ledger` reads without migrating):
+/// the facilitator columns do not exist there yet.
+const COLS_NO_BODY_V1: &str = "key, route, method, input_hash, header_hash, pid, amount, asset, \
+     network, pay_to, payer, request_id, state, attempts, lease_owner, lease_until, valid_before, \
+     tx, error, reply_meta, NULL, reply_expires, created_ms, updated_ms, CAST(NULL AS TEXT), \
+     CAST(NULL AS TEXT)";
+
+/// The columns a report reads on a database of schema `version`.
+pub fn report_cols(version: Option<i64>) -> &'static str {
+    match version {
+        Some(v) if v >= 2 => COLS_NO_BODY,
+        _ => COLS_NO_BODY_V1,
+    }
+}
 
 /// The final states: accounting rows that `prune` may delete after the horizon.
 pub const FINAL_STATES: &str = "('settled','settle_failed','not_charged')";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_report_on_an_old_schema_reads_null_facilitators_in_the_same_places() {
+        let count = |c: &str| c.split(", ").count();
+        assert_eq!(count(super::report_cols(Some(1))), count(super::COLS));
+        assert_eq!(count(super::report_cols(Some(2))), count(super::COLS));
+        assert!(super::report_cols(Some(2)).ends_with("verified_by, settled_by"));
+        assert!(!super::report_cols(Some(1)).contains("settled_by"));
+        assert!(!super::report_cols(None).contains("settled_by"));
+    }
+}

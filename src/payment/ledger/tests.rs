@@ -41,6 +41,90 @@ async fn migrations_are_idempotent_and_versioned() {
     );
 }
 
+/// A ledger file as paycall left it before schema 2 (no facilitator columns), with a payment
+/// whose settlement is in doubt.
+fn old_ledger(path: &Path) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(sqlite::MIGRATIONS[0].1).unwrap();
+    c.execute_batch(
+        "CREATE TABLE ledger_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+         INSERT INTO ledger_meta VALUES ('schema', '1');
+         INSERT INTO payments (key, route, method, input_hash, header_hash, amount, asset,
+            network, pay_to, request_id, state, lease_owner, lease_until, valid_before, tx,
+            created_ms, updated_ms)
+         VALUES ('old', '/api/http', 'GET', 'h1', 'hh', '10000', '0xa', 'eip155:8453', '0xb',
+            'r0', 'pending', 'o', 0, 2000000000, '0xt', 1000, 1000);",
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_old_ledger_upgrades_in_place_and_gains_the_facilitator_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    old_ledger(&path);
+    let s = connect(&LedgerUrl::Sqlite(path.clone())).unwrap();
+    assert_eq!(s.schema_version().await.unwrap(), Some(1));
+    // `paycall ledger` reads an old file without migrating it.
+    let rows = s.report(&ReportQuery::default()).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].verified_by.clone(), rows[0].settled_by.clone()),
+        (None, None)
+    );
+    assert_eq!(
+        s.schema_version().await.unwrap(),
+        Some(1),
+        "a report changes nothing"
+    );
+
+    // Opened by the service: migrated in place, the row kept.
+    let ledger = Ledger::new(LedgerSettings {
+        url: LedgerUrl::Sqlite(path.clone()),
+        instance: "i".into(),
+        lease: Duration::from_secs(60),
+        identifier_window: Duration::from_secs(60),
+        max_reply_bytes: 1000,
+        keep_rows: Duration::from_secs(86_400),
+        max_attempts: 3,
+    });
+    let s = ledger.store().await.unwrap();
+    assert_eq!(
+        s.schema_version().await.unwrap(),
+        Some(model::SCHEMA_VERSION)
+    );
+    let row = s.get("old").await.unwrap().unwrap();
+    assert_eq!(row.state, State::Pending);
+    assert_eq!(row.transaction.as_deref(), Some("0xt"));
+    assert_eq!(row.settled_by, None, "an old row names no facilitator");
+    // The new columns are written and read like the others, and kept when not named.
+    let taken = s
+        .take_over("old", "i", 2_000, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.settled_by, None);
+    let u = Update {
+        verified_by: Some("cdp".into()),
+        settled_by: Some("self-hosted".into()),
+        ..Default::default()
+    };
+    assert!(s.update("old", "i", &u, 3_000).await.unwrap());
+    let keep = Update {
+        state: Some(State::Settled),
+        release: true,
+        ..Default::default()
+    };
+    assert!(s.update("old", "i", &keep, 4_000).await.unwrap());
+    let row = s.get("old").await.unwrap().unwrap();
+    assert_eq!(row.verified_by.as_deref(), Some("cdp"));
+    assert_eq!(row.settled_by.as_deref(), Some("self-hosted"));
+    let rows = s.report(&ReportQuery::default()).await.unwrap();
+    assert_eq!(rows[0].settled_by.as_deref(), Some("self-hosted"));
+    // Opening it again migrates nothing more.
+    assert_eq!(s.migrate().await.unwrap(), model::SCHEMA_VERSION);
+}
+
 #[tokio::test]
 async fn a_payment_is_claimed_once_until_its_lease_ends() {
     let (_d, s) = store();
