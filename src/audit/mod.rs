@@ -5,10 +5,10 @@
 //! Nothing here ever pays or signs.
 
 pub mod address;
-pub mod bazaar;
-pub mod challenge;
+pub mod bazaar_listing;
+pub mod challenge_checks;
 pub mod discovery_index;
-pub mod networks;
+pub mod known_networks;
 mod offer;
 pub mod onchain;
 
@@ -19,8 +19,8 @@ use std::time::Duration;
 use url::Url;
 
 use crate::net::{FetchError, FetchRequest, FetchResponse, GuardedClient, OverCap};
-use challenge::{Check, Level};
-use networks::Family;
+use challenge_checks::{Check, Level};
+use known_networks::Family;
 use onchain::Rpc;
 
 /// One unpaid request: no payment header, JSON accepted, POST/PUT/PATCH carry `{}` (so a body
@@ -153,7 +153,7 @@ pub type Rpcs = Vec<(String, Rpc)>;
 pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Value>, Vec<Check>) {
     let mut addrs: Vec<&str> = Vec::new();
     for (net, addr) in pay_tos {
-        if networks::family_of(net) == Some(Family::Evm)
+        if known_networks::family_of(net) == Some(Family::Evm)
             && address::is_valid_evm(addr)
             && !addrs.iter().any(|a| a.eq_ignore_ascii_case(addr))
         {
@@ -184,7 +184,7 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
         rows.push(json!({
             "payTo": addr,
             "network": net,
-            "networkName": networks::short_name(&net),
+            "networkName": known_networks::short_name(&net),
             "rpc": rpc_name,
             "type": kind,
             "error": error,
@@ -199,7 +199,7 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
                     level: Level::Pass,
                     message: format!(
                         "payTo {addr} is an externally owned account on {}",
-                        networks::short_name(&net)
+                        known_networks::short_name(&net)
                     ),
                     fix: String::new(),
                     entry: None,
@@ -209,7 +209,7 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
                     level: Level::Warn,
                     message: format!(
                         "payTo {addr} is a contract on {}",
-                        networks::short_name(&net)
+                        known_networks::short_name(&net)
                     ),
                     fix: "fine for a smart-contract wallet you control; make sure it can move USDC out, and that it is not a token or router contract".into(),
                     entry: None,

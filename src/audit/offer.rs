@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use super::address::{classify_evm, is_valid_solana, EvmAddress};
-use super::challenge::{atomic_to_usd, str_of, Level, Out, KNOWN_SCHEMES, USDC_UNIT};
-use super::networks::{self, Family, Network};
+use super::challenge_checks::{atomic_to_usd, str_of, Level, Out, KNOWN_SCHEMES, USDC_UNIT};
+use super::known_networks::{self, Family, Network};
 
 /// One offer as its checks read it. The asset check fills `usdc_domain` and `asset_label`, the
 /// amount check `amount_atomic`: the checks after them read those.
@@ -42,8 +42,8 @@ impl<'a> Offer<'a> {
             amount_field,
             amount_v: e.get(amount_field),
             extra: e.get("extra").cloned().unwrap_or(Value::Null),
-            known: networks::lookup(network),
-            family: networks::family_of(network),
+            known: known_networks::lookup(network),
+            family: known_networks::family_of(network),
             usdc_domain: None,
             asset_label: Value::Null,
             amount_atomic: None,
@@ -70,7 +70,7 @@ impl<'a> Offer<'a> {
         "scheme": scheme,
         "network": network,
         "networkName": known.map(|n| n.label),
-        "testnet": networks::is_testnet(network),
+        "testnet": known_networks::is_testnet(network),
         "amountAtomic": amount_v.cloned().unwrap_or(Value::Null),
         "amountUsd": usd,
         "asset": asset,
@@ -146,7 +146,7 @@ fn network(o: &mut Offer<'_>, out: &mut Out) -> bool {
     } = *o;
     let mut ok = true;
     if v2 {
-        if networks::is_caip2(network) {
+        if known_networks::is_caip2(network) {
             if known.is_some() {
                 out.entry(i, "network", Level::Pass, format!("network {network}"), "");
             } else {
@@ -154,7 +154,7 @@ fn network(o: &mut Offer<'_>, out: &mut Out) -> bool {
             }
         } else {
             ok = false;
-            let fix = match networks::by_v1(network) {
+            let fix = match known_networks::by_v1(network) {
                 Some(n) => format!("write the CAIP-2 id `{}` instead of `{network}`", n.caip2),
                 None => "use a CAIP-2 id such as eip155:8453".into(),
             };
@@ -167,7 +167,9 @@ fn network(o: &mut Offer<'_>, out: &mut Out) -> bool {
             );
         }
     } else if known.and_then(|n| n.v1).is_some()
-        || networks::OTHER_V1_NAMES.iter().any(|(n, _)| *n == network)
+        || known_networks::OTHER_V1_NAMES
+            .iter()
+            .any(|(n, _)| *n == network)
     {
         out.entry(
             i,
@@ -302,7 +304,7 @@ fn asset(o: &mut Offer<'_>, out: &mut Out) -> bool {
             );
         }
         Some((n, (addr, _, _))) => {
-            if let Some(other) = networks::NETWORKS
+            if let Some(other) = known_networks::NETWORKS
                 .iter()
                 .find(|o| o.usdc.is_some_and(|u| same_asset(u.0)))
             {
@@ -660,7 +662,7 @@ mod tests {
         assert_eq!(report["amountUsd"], "0.01");
         assert_eq!(
             report["networkName"],
-            json!(networks::lookup("eip155:8453").map(|n| n.label))
+            json!(known_networks::lookup("eip155:8453").map(|n| n.label))
         );
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use url::Url;
 
-use super::networks;
+use super::known_networks;
 use super::offer::check_entry;
 use crate::net::Guard;
 use crate::x402::codec::{decode_lenient_uncapped, CodecError};
@@ -503,7 +503,7 @@ fn mime_type(mime: Option<&str>, out: &mut Out) {
 fn testnet(host: &str, networks_seen: &[String], out: &mut Out) {
     let testnets: Vec<&String> = networks_seen
         .iter()
-        .filter(|n| networks::is_testnet(n))
+        .filter(|n| known_networks::is_testnet(n))
         .collect();
     if !testnets.is_empty() {
         if production_looking(host) {

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use url::Url;
 
-use super::challenge::{analyse, Analysis, Level, ProbeView};
+use super::challenge_checks::{analyse, Analysis, Level, ProbeView};
 use super::discovery_index::{
     item_last_updated, item_networks, item_url, DiscoveryIndex, MerchantPages,
 };
-use super::networks::{self, Family};
+use super::known_networks::{self, Family};
 use super::onchain::Rpc;
 use super::{address, probe};
 use crate::net::{FetchError, Guard, GuardedClient};
@@ -446,7 +446,7 @@ impl BazaarAudit {
         for o in by_route.values().flatten() {
             if let Ok((a, _)) = &o.result {
                 for (net, addr) in &a.pay_tos {
-                    let valid = match networks::family_of(net) {
+                    let valid = match known_networks::family_of(net) {
                         Some(Family::Evm) => address::is_valid_evm(addr),
                         Some(Family::Solana) => address::is_valid_solana(addr),
                         None => false,
@@ -515,9 +515,9 @@ impl BazaarAudit {
                     for it in &m.resources {
                         push_item(it);
                     }
-                    pay_to_rows.push(json!({"network": networks::short_name(net), "payTo": addr, "indexedTotalForPayTo": m.total.unwrap_or(m.resources.len() as u64), "indexedOnHost": on_host, "pagesRead": m.pages, "incomplete": m.incomplete, "error": Value::Null}));
+                    pay_to_rows.push(json!({"network": known_networks::short_name(net), "payTo": addr, "indexedTotalForPayTo": m.total.unwrap_or(m.resources.len() as u64), "indexedOnHost": on_host, "pagesRead": m.pages, "incomplete": m.incomplete, "error": Value::Null}));
                 }
-                Err(e) => pay_to_rows.push(json!({"network": networks::short_name(net), "payTo": addr, "indexedTotalForPayTo": Value::Null, "indexedOnHost": Value::Null, "error": e})),
+                Err(e) => pay_to_rows.push(json!({"network": known_networks::short_name(net), "payTo": addr, "indexedTotalForPayTo": Value::Null, "indexedOnHost": Value::Null, "error": e})),
             }
         }
         let (search_hits, search_error) = match &search {
@@ -566,7 +566,7 @@ impl BazaarAudit {
             let mut last: Option<String> = None;
             for it in &matches {
                 for n in item_networks(it) {
-                    let s = networks::short_name(&n);
+                    let s = known_networks::short_name(&n);
                     if !indexed_networks.contains(&s) {
                         indexed_networks.push(s);
                     }
@@ -587,7 +587,7 @@ impl BazaarAudit {
                     Ok((a, status)) => {
                         probed = true;
                         for n in &a.networks {
-                            let s = networks::short_name(n);
+                            let s = known_networks::short_name(n);
                             if !advertised.contains(&s) {
                                 advertised.push(s);
                             }
@@ -823,10 +823,13 @@ impl BazaarAudit {
         let mut jobs = Vec::new();
         for (_, addr) in pay_tos
             .iter()
-            .filter(|(n, _)| networks::family_of(n) == Some(Family::Evm))
+            .filter(|(n, _)| known_networks::family_of(n) == Some(Family::Evm))
         {
             for (net, rpc) in &self.rpcs {
-                let Some(usdc) = networks::by_caip2(net).and_then(|n| n.usdc).map(|u| u.0) else {
+                let Some(usdc) = known_networks::by_caip2(net)
+                    .and_then(|n| n.usdc)
+                    .map(|u| u.0)
+                else {
                     continue;
                 };
                 let rpc = rpc.clone();
@@ -837,7 +840,7 @@ impl BazaarAudit {
                     let left = until.saturating_duration_since(Instant::now());
                     let bal = tokio::time::timeout(left, rpc.token_balance(usdc, &addr)).await.unwrap_or_else(|_| Err("deadline".into()));
                     let recv = tokio::time::timeout(until.saturating_duration_since(Instant::now()), rpc.received_recently(usdc, &addr, blocks)).await.unwrap_or_else(|_| Err("deadline".into()));
-                    let short = networks::short_name(&net);
+                    let short = known_networks::short_name(&net);
                     vec![
                         json!({"id": "holds_usdc", "network": short, "payTo": addr, "question": format!("payTo holds USDC on {short}"), "value": bal.as_ref().ok().map(|b| *b > 0), "error": bal.err()}),
                         json!({"id": "received_usdc_recently", "network": short, "payTo": addr, "question": format!("payTo received USDC on {short} in the last {blocks} blocks"), "value": recv.as_ref().ok(), "error": recv.err()}),
