@@ -18,14 +18,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use url::Url;
 
-use super::challenge_checks::{analyse, Analysis, Level, ProbeView};
-use super::discovery_index::{
-    item_last_updated, item_networks, item_url, DiscoveryIndex, MerchantPages,
-};
+use super::challenge_checks::{analyse, ProbeView};
+use super::discovery_index::{DiscoveryIndex, MerchantPages};
 use super::known_networks::{self, Family};
+use super::listing_report::{
+    count_levels, host_findings, index_view, indexed_not_listed, revealed_pay_tos, route_report,
+    skip_reasons, tally, verdict, HostFacts, HostRead, ProbeOutcome, RouteReport,
+};
 use super::onchain::Rpc;
-use super::{address, probe};
-use crate::net::{FetchError, Guard, GuardedClient};
+use super::probe;
+use crate::net::{FetchError, FetchResponse, Guard, GuardedClient};
 
 /// The route's limits (pipeline parameters; defaults are docs/decisions.md#limits).
 #[derive(Debug, Clone)]
@@ -160,7 +162,8 @@ pub fn same_resource(a: &Url, b: &Url) -> bool {
         && a.path().trim_end_matches('/') == b.path().trim_end_matches('/')
 }
 
-fn same_host(a: &Url, origin: &Url) -> bool {
+/// Same host name (case-insensitive) and port.
+pub(super) fn same_host(a: &Url, origin: &Url) -> bool {
     a.host_str().map(str::to_ascii_lowercase) == origin.host_str().map(str::to_ascii_lowercase)
         && a.port_or_known_default() == origin.port_or_known_default()
 }
@@ -249,16 +252,58 @@ pub struct BazaarAudit {
     pub limits: Limits,
 }
 
-struct ProbeOutcome {
-    method: Method,
-    result: Result<(Analysis, u16), String>,
+/// The refusal when less than `min_time_left` of the budget is left as the work starts (payment
+/// verification took the rest): nothing is audited, nothing charged.
+fn check_time_left(hard: Instant, started: Instant, l: &Limits) -> Result<(), Refusal> {
+    let left = hard.saturating_duration_since(started);
+    if left < l.min_time_left {
+        return Err(refuse(StatusCode::BAD_GATEWAY, "too_little_time", format!("only {} ms were left of the {} s budget after payment verification; nothing was audited and you were not charged", left.as_millis(), l.hard_deadline.as_secs())));
+    }
+    Ok(())
 }
 
-fn finding_v(id: &str, level: Level, message: impl Into<String>, fix: impl Into<String>) -> Value {
-    json!({"id": id, "level": level, "message": message.into(), "fix": fix.into()})
+/// The refusal when the host answered nothing at all (any HTTP answer, an error status
+/// included, counts as an answer).
+fn unreachable(host: &str, read: &HostRead) -> Option<Refusal> {
+    let any_answer = read.reachable || read.by_route.values().flatten().any(|o| o.result.is_ok());
+    if any_answer {
+        return None;
+    }
+    let why = read
+        .well_known
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("no answer");
+    Some(refuse(StatusCode::BAD_GATEWAY, "host_unreachable", format!("{host} did not answer any request ({why}); nothing was audited and you were not charged")))
+}
+
+/// The refusal when the index answered none of the look-ups: there is nothing to compare with.
+fn index_unavailable(
+    merchants: &[Result<MerchantPages, String>],
+    search: &Result<Vec<Value>, String>,
+    source: &str,
+) -> Option<Refusal> {
+    if merchants.iter().any(Result::is_ok) || search.is_ok() {
+        return None;
+    }
+    let why = merchants
+        .iter()
+        .find_map(|m| m.as_ref().err())
+        .or(search.as_ref().err())
+        .cloned()
+        .unwrap_or_default();
+    Some(refuse(
+        StatusCode::BAD_GATEWAY,
+        "discovery_unavailable",
+        format!(
+            "the discovery index ({source}) did not answer in time: {why}; you were not charged"
+        ),
+    ))
 }
 
 impl BazaarAudit {
+    /// Reads `/.well-known/x402` before `until`: the report's `wellKnown` part, the document
+    /// when it has a `resources` array, and whether the host gave any HTTP answer.
     async fn fetch_well_known(&self, origin: &Url, until: Instant) -> (Value, Option<Value>, bool) {
         let url = origin.join("/.well-known/x402").expect("joinable");
         let timeout = self
@@ -271,16 +316,7 @@ impl BazaarAudit {
             wk["error"] = json!("deadline");
             return (wk, None, false);
         }
-        match probe(
-            &self.client,
-            &transport_url(&url, &self.guard),
-            &Method::GET,
-            self.limits.max_redirects,
-            self.limits.max_bytes,
-            timeout,
-        )
-        .await
-        {
+        match self.get(&url, &Method::GET, timeout).await {
             Ok(r) => {
                 wk["httpStatus"] = json!(r.status.as_u16());
                 if r.status.is_success() {
@@ -313,6 +349,26 @@ impl BazaarAudit {
         }
     }
 
+    /// One unpaid request to the host under the route's redirect and size caps.
+    async fn get(
+        &self,
+        url: &Url,
+        method: &Method,
+        timeout: Duration,
+    ) -> Result<FetchResponse, FetchError> {
+        probe(
+            &self.client,
+            &transport_url(url, &self.guard),
+            method,
+            self.limits.max_redirects,
+            self.limits.max_bytes,
+            timeout,
+        )
+        .await
+    }
+
+    /// Probes one (route, method) once, when a permit of `sem` and enough time are left, and
+    /// analyses the answer.
     async fn probe_route(
         &self,
         url: Url,
@@ -329,41 +385,74 @@ impl BazaarAudit {
             };
         }
         let timeout = self.limits.per_request.min(left);
-        let sent = transport_url(&url, &self.guard);
-        match probe(
-            &self.client,
-            &sent,
-            &method,
-            self.limits.max_redirects,
-            self.limits.max_bytes,
-            timeout,
-        )
-        .await
-        {
+        let result = match self.get(&url, &method, timeout).await {
             Ok(r) => {
-                let a = analyse(
-                    &ProbeView {
-                        url: &url,
-                        final_url: &r.final_url,
-                        method: method.as_str(),
-                        status: r.status.as_u16(),
-                        headers: &r.headers,
-                        body: &r.body,
-                        truncated: r.truncated,
-                    },
-                    &self.guard,
-                );
-                let s = r.status.as_u16();
-                ProbeOutcome {
-                    method,
-                    result: Ok((a, s)),
-                }
+                let view = ProbeView {
+                    url: &url,
+                    final_url: &r.final_url,
+                    method: method.as_str(),
+                    status: r.status.as_u16(),
+                    headers: &r.headers,
+                    body: &r.body,
+                    truncated: r.truncated,
+                };
+                Ok((analyse(&view, &self.guard), r.status.as_u16()))
             }
-            Err(e) => ProbeOutcome {
-                method,
-                result: Err(e.code().to_string()),
-            },
+            Err(e) => Err(e.code().to_string()),
+        };
+        ProbeOutcome { method, result }
+    }
+
+    /// Reads the host's well-known document and probes each listed (route, method) that is not
+    /// skipped, at most `concurrency` at a time, all before `until`.
+    async fn read_host(&self, origin: &Url, until: Instant) -> HostRead {
+        let (well_known, doc, reachable) = self.fetch_well_known(origin, until).await;
+        let (listed, bad_entries) = match &doc {
+            Some(d) => parse_well_known(d, origin),
+            None => (Vec::new(), Vec::new()),
+        };
+        let skipped = skip_reasons(&listed, origin, self.limits.max_routes);
+        let sem = Arc::new(Semaphore::new(self.limits.concurrency.max(1)));
+        let mut jobs = Vec::new();
+        for (i, r) in listed.iter().enumerate() {
+            if skipped[i].is_some() {
+                continue;
+            }
+            for m in &r.methods {
+                let job = self.probe_route(r.url.clone(), m.clone(), until, sem.clone());
+                jobs.push((i, job));
+            }
         }
+        let (idx, futs): (Vec<usize>, Vec<_>) = jobs.into_iter().unzip();
+        let outcomes = futures_util::future::join_all(futs).await;
+        let mut by_route: BTreeMap<usize, Vec<ProbeOutcome>> = BTreeMap::new();
+        for (i, o) in idx.into_iter().zip(outcomes) {
+            by_route.entry(i).or_default().push(o);
+        }
+        HostRead {
+            well_known,
+            well_known_found: doc.is_some(),
+            reachable,
+            listed,
+            bad_entries,
+            skipped,
+            by_route,
+        }
+    }
+
+    /// The merchant look-up of each payTo and the chain facts, concurrently, before `until`.
+    async fn look_up_pay_tos(
+        &self,
+        pay_tos: &[(String, String)],
+        until: Instant,
+    ) -> (Vec<Result<MerchantPages, String>>, Vec<Value>) {
+        let merchant_futs = pay_tos
+            .iter()
+            .map(|(_, addr)| self.index.merchant(addr, self.limits.max_pages, until));
+        tokio::join!(
+            futures_util::future::join_all(merchant_futs),
+            self.onchain(pay_tos, until)
+        )
     }
 
     /// Runs the audit. `arrived` is when the request reached the service.
@@ -371,447 +460,71 @@ impl BazaarAudit {
         let started = Instant::now();
         let l = &self.limits;
         let hard = arrived + l.hard_deadline;
-        if hard.saturating_duration_since(started) < l.min_time_left {
-            return Err(refuse(StatusCode::BAD_GATEWAY, "too_little_time", format!("only {} ms were left of the {} s budget after payment verification; nothing was audited and you were not charged", hard.saturating_duration_since(started).as_millis(), l.hard_deadline.as_secs())));
-        }
+        check_time_left(hard, started, l)?;
         let probes_until = probe_deadline(arrived, started, l).min(hard);
         // Index and chain look-ups stop a little before the hard deadline to leave time to answer.
         let index_until = hard - Duration::from_millis(300);
         let host = origin.host_str().unwrap_or("").to_string();
 
         // The search by host runs while the host is read and probed.
-        let search_fut = {
-            let index = self.index.clone();
-            let host = host.clone();
-            async move { index.search(&host, index_until).await }
-        };
-        let host_fut = async {
-            let (wk, doc, reachable) = self.fetch_well_known(&origin, probes_until).await;
-            let (listed, bad) = match &doc {
-                Some(d) => parse_well_known(d, &origin),
-                None => (Vec::new(), Vec::new()),
-            };
-            // Which (route, method) pairs are probed.
-            let sem = Arc::new(Semaphore::new(l.concurrency.max(1)));
-            let mut jobs = Vec::new();
-            let mut probed_routes = 0usize;
-            let mut plan: Vec<(usize, Option<&'static str>)> = Vec::new();
-            for (i, r) in listed.iter().enumerate() {
-                if !same_host(&r.url, &origin) {
-                    plan.push((i, Some("other_host")));
-                    continue;
-                }
-                if probed_routes >= l.max_routes {
-                    plan.push((i, Some("route_limit")));
-                    continue;
-                }
-                probed_routes += 1;
-                plan.push((i, None));
-                for m in &r.methods {
-                    jobs.push((
-                        i,
-                        self.probe_route(r.url.clone(), m.clone(), probes_until, sem.clone()),
-                    ));
-                }
-            }
-            let (idx, futs): (Vec<usize>, Vec<_>) = jobs.into_iter().unzip();
-            let outcomes = futures_util::future::join_all(futs).await;
-            let mut by_route: BTreeMap<usize, Vec<ProbeOutcome>> = BTreeMap::new();
-            for (i, o) in idx.into_iter().zip(outcomes) {
-                by_route.entry(i).or_default().push(o);
-            }
-            (wk, doc.is_some(), reachable, listed, bad, plan, by_route)
-        };
-        let (search, (wk, wk_found, wk_reachable, listed, bad_entries, plan, mut by_route)) =
-            tokio::join!(search_fut, host_fut);
-
-        // Reachability: any HTTP answer from the host counts.
-        let any_answer = wk_reachable
-            || by_route
-                .values()
-                .flatten()
-                .any(|o| o.result.as_ref().is_ok());
-        if !any_answer {
-            let why = wk
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("no answer")
-                .to_string();
-            return Err(refuse(StatusCode::BAD_GATEWAY, "host_unreachable", format!("{host} did not answer any request ({why}); nothing was audited and you were not charged")));
+        let (search, mut read) = tokio::join!(
+            self.index.search(&host, index_until),
+            self.read_host(&origin, probes_until)
+        );
+        if let Some(refusal) = unreachable(&host, &read) {
+            return Err(refusal);
+        }
+        let revealed = read.by_route.values().flatten();
+        let revealed = revealed.filter_map(|o| o.result.as_ref().ok());
+        let (pay_tos, pay_tos_dropped) =
+            revealed_pay_tos(revealed.flat_map(|(a, _)| &a.pay_tos), l.max_pay_tos);
+        let (merchants, onchain) = self.look_up_pay_tos(&pay_tos, index_until).await;
+        if let Some(refusal) = index_unavailable(&merchants, &search, self.index.source()) {
+            return Err(refusal);
         }
 
-        // payTo addresses the live challenges revealed (v2 and v1), at most max_pay_tos.
-        let mut pay_tos: Vec<(String, String)> = Vec::new();
-        let mut pay_tos_dropped = 0usize;
-        for o in by_route.values().flatten() {
-            if let Ok((a, _)) = &o.result {
-                for (net, addr) in &a.pay_tos {
-                    let valid = match known_networks::family_of(net) {
-                        Some(Family::Evm) => address::is_valid_evm(addr),
-                        Some(Family::Solana) => address::is_valid_solana(addr),
-                        None => false,
-                    };
-                    let dup = pay_tos.iter().any(|(_, x)| x.eq_ignore_ascii_case(addr));
-                    if valid && !dup {
-                        if pay_tos.len() < l.max_pay_tos {
-                            pay_tos.push((net.clone(), addr.clone()));
-                        } else {
-                            pay_tos_dropped += 1;
-                        }
-                    }
-                }
-            }
-        }
-
-        // Merchant look-ups and chain facts, concurrently, before the hard deadline.
-        let merchant_futs = pay_tos.iter().map(|(_, addr)| {
-            let index = self.index.clone();
-            let addr = addr.clone();
-            let pages = l.max_pages;
-            async move { index.merchant(&addr, pages, index_until).await }
-        });
-        let onchain_fut = self.onchain(&pay_tos, index_until);
-        let (merchants, onchain): (Vec<Result<MerchantPages, String>>, Vec<Value>) =
-            tokio::join!(futures_util::future::join_all(merchant_futs), onchain_fut);
-
-        let merchant_ok = merchants.iter().filter(|m| m.is_ok()).count();
-        if merchant_ok == 0 && search.is_err() {
-            let why = merchants
-                .iter()
-                .find_map(|m| m.as_ref().err())
-                .or(search.as_ref().err())
-                .cloned()
-                .unwrap_or_default();
-            return Err(refuse(
-                StatusCode::BAD_GATEWAY,
-                "discovery_unavailable",
-                format!(
-                    "the discovery index ({}) did not answer in time: {why}; you were not charged",
-                    self.index.source()
-                ),
-            ));
-        }
-
-        // Index items on this host, from every look-up, by URL.
-        let mut items: Vec<Value> = Vec::new();
-        let mut push_item = |it: &Value| {
-            let Some(u) = item_url(it) else { return };
-            let Ok(uu) = Url::parse(&u) else { return };
-            if !same_host(&uu, &origin) && uu.host_str() != origin.host_str() {
-                return;
-            }
-            if !items
-                .iter()
-                .any(|x| item_url(x).as_deref() == Some(u.as_str()))
-            {
-                items.push(it.clone());
-            }
-        };
-        let mut pay_to_rows = Vec::new();
-        for ((net, addr), m) in pay_tos.iter().zip(&merchants) {
-            match m {
-                Ok(m) => {
-                    let on_host = m.resources.iter().filter(|it| item_url(it).and_then(|u| Url::parse(&u).ok()).is_some_and(|u| u.host_str() == origin.host_str())).count();
-                    for it in &m.resources {
-                        push_item(it);
-                    }
-                    pay_to_rows.push(json!({"network": known_networks::short_name(net), "payTo": addr, "indexedTotalForPayTo": m.total.unwrap_or(m.resources.len() as u64), "indexedOnHost": on_host, "pagesRead": m.pages, "incomplete": m.incomplete, "error": Value::Null}));
-                }
-                Err(e) => pay_to_rows.push(json!({"network": known_networks::short_name(net), "payTo": addr, "indexedTotalForPayTo": Value::Null, "indexedOnHost": Value::Null, "error": e})),
-            }
-        }
-        let (search_hits, search_error) = match &search {
-            Ok(res) => {
-                let hits: Vec<&Value> = res
-                    .iter()
-                    .filter(|it| {
-                        item_url(it)
-                            .and_then(|u| Url::parse(&u).ok())
-                            .is_some_and(|u| u.host_str() == origin.host_str())
-                    })
-                    .collect();
-                for it in &hits {
-                    push_item(it);
-                }
-                (json!(hits.len()), Value::Null)
-            }
-            Err(e) => (Value::Null, json!(e)),
-        };
-
-        // Per-route results.
-        let mut findings: Vec<Value> = Vec::new();
-        let mut routes_out = Vec::new();
-        let (mut indexed_n, mut not_indexed_n, mut on_base, mut on_sol, mut probed_n) =
-            (0, 0, 0, 0, 0);
-        let mut ready_routes = 0usize;
-        let mut same_host_routes = 0usize;
-        for (i, r) in listed.iter().enumerate() {
-            let skipped = plan.iter().find(|(j, _)| *j == i).and_then(|(_, s)| *s);
-            let on_host = skipped != Some("other_host");
-            let matches: Vec<&Value> = items
-                .iter()
-                .filter(|it| {
-                    item_url(it)
-                        .and_then(|u| Url::parse(&u).ok())
-                        .is_some_and(|u| {
-                            same_resource(&u, &r.url)
-                                || (u.host_str() == r.url.host_str()
-                                    && u.path().trim_end_matches('/')
-                                        == r.url.path().trim_end_matches('/'))
-                        })
-                })
-                .collect();
-            let indexed = !matches.is_empty();
-            let mut indexed_networks: Vec<String> = Vec::new();
-            let mut last: Option<String> = None;
-            for it in &matches {
-                for n in item_networks(it) {
-                    let s = known_networks::short_name(&n);
-                    if !indexed_networks.contains(&s) {
-                        indexed_networks.push(s);
-                    }
-                }
-                if let Some(t) = item_last_updated(it) {
-                    if last.as_ref().is_none_or(|x| &t > x) {
-                        last = Some(t);
-                    }
-                }
-            }
-            let mut advertised: Vec<String> = Vec::new();
-            let mut probes = Vec::new();
-            let mut route_findings: Vec<Value> = Vec::new();
-            let mut any_ready = false;
-            let mut probed = false;
-            for o in by_route.remove(&i).unwrap_or_default() {
-                match o.result {
-                    Ok((a, status)) => {
-                        probed = true;
-                        for n in &a.networks {
-                            let s = known_networks::short_name(n);
-                            if !advertised.contains(&s) {
-                                advertised.push(s);
-                            }
-                        }
-                        let ready = a.valid_challenge && a.x402_version == Some(2) && a.discovery.bazaar && a.discovery.schema_valid == Some(true);
-                        any_ready |= ready;
-                        probes.push(json!({
-                            "method": o.method.as_str(),
-                            "httpStatus": status,
-                            "x402Version": a.x402_version,
-                            "challengeSource": a.challenge_source,
-                            "validChallenge": a.valid_challenge,
-                            "bazaar": {"present": a.discovery.bazaar, "method": a.discovery.method, "methodEnum": a.discovery.method_enum, "schemaValid": a.discovery.schema_valid},
-                            "fail": a.count(Level::Fail),
-                            "warn": a.count(Level::Warn),
-                        }));
-                        for c in a.checks.iter().filter(|c| c.level != Level::Pass) {
-                            route_findings.push(json!({"id": c.id, "level": c.level, "method": o.method.as_str(), "message": c.message, "fix": c.fix}));
-                        }
-                    }
-                    Err(code) => probes.push(json!({"method": o.method.as_str(), "httpStatus": Value::Null, "error": code})),
-                }
-            }
-            if on_host {
-                same_host_routes += 1;
-                if indexed {
-                    indexed_n += 1;
-                } else {
-                    not_indexed_n += 1;
-                }
-                if indexed_networks.iter().any(|n| n == "base") {
-                    on_base += 1;
-                }
-                if indexed_networks.iter().any(|n| n == "solana") {
-                    on_sol += 1;
-                }
-                if any_ready {
-                    ready_routes += 1;
-                }
-            }
-            if probed {
-                probed_n += 1;
-            }
-            if on_host && !indexed {
-                if any_ready {
-                    route_findings.push(finding_v("not_indexed", Level::Fail, format!("{} is not in the index although its challenge is ready", r.url), "a listing appears only after one settled v2 payment through the CDP facilitator with the bazaar extension echoed by the client; make one real paid call (CDP lists within minutes, its list is cached up to 10 minutes)"));
-                } else if probed {
-                    route_findings.push(finding_v("not_indexed", Level::Fail, format!("{} is not in the index and its challenge is not ready for it", r.url), "fix the failing checks (a v2 challenge in PAYMENT-REQUIRED with a valid extensions.bazaar), then make one settled payment through the CDP facilitator"));
-                } else {
-                    route_findings.push(finding_v("not_indexed", Level::Fail, format!("{} is not in the index", r.url), "make one settled v2 payment through the CDP facilitator with the bazaar extension echoed"));
-                }
-            }
-            if indexed && probed {
-                let missing: Vec<&String> = advertised
-                    .iter()
-                    .filter(|n| !indexed_networks.contains(n))
-                    .collect();
-                if !missing.is_empty() && !indexed_networks.is_empty() {
-                    route_findings.push(finding_v("network_not_indexed", Level::Warn, format!("advertised on {} but indexed only on {}", join(&missing), indexed_networks.join(", ")), "each network's listing needs a settled payment on that network through a facilitator that catalogues"));
-                }
-            }
-            if let Some(t) = &last {
-                if let Ok(d) = chrono::DateTime::parse_from_rfc3339(t) {
-                    let age =
-                        chrono::Utc::now().signed_duration_since(d.with_timezone(&chrono::Utc));
-                    if age > chrono::Duration::days(25) {
-                        route_findings.push(finding_v("stale_listing", Level::Warn, format!("last indexed {t}, {} days ago", age.num_days()), "resources without a paid call in about 30 days drop out of the catalogue; a paid call refreshes it"));
-                    }
-                }
-            }
-            routes_out.push(json!({
-                "url": r.url.as_str(),
-                "methods": r.methods.iter().map(Method::as_str).collect::<Vec<_>>(),
-                "probed": probed,
-                "skippedReason": skipped.map(Value::from).unwrap_or_else(|| if probed { Value::Null } else { json!("deadline_or_unreachable") }),
-                "indexed": indexed,
-                "indexedNetworks": indexed_networks,
-                "advertisedNetworks": advertised,
-                "lastIndexed": last,
-                "probes": probes,
-                "findings": route_findings,
-            }));
-        }
-
-        // Index entries on this host that the well-known document does not list.
-        let not_listed: Vec<String> = items
-            .iter()
-            .filter_map(item_url)
-            .filter(|u| {
-                Url::parse(u)
-                    .map(|uu| {
-                        !listed.iter().any(|r| {
-                            same_resource(&uu, &r.url)
-                                || (uu.host_str() == r.url.host_str()
-                                    && uu.path().trim_end_matches('/')
-                                        == r.url.path().trim_end_matches('/'))
-                        })
-                    })
-                    .unwrap_or(false)
+        let index = index_view(&origin, &pay_tos, &merchants, &search);
+        let now = chrono::Utc::now();
+        let routes: Vec<RouteReport> = (read.listed.iter().enumerate())
+            .map(|(i, r)| {
+                let outcomes = read.by_route.remove(&i).unwrap_or_default();
+                route_report(r, read.skipped[i], &index.items, outcomes, now)
             })
             .collect();
-
-        // Host-level findings.
-        if !wk_found {
-            findings.push(finding_v("well_known_missing", Level::Fail, format!("{} not found or not a version-1 document (HTTP {})", wk["url"].as_str().unwrap_or(""), wk["httpStatus"]), "serve /.well-known/x402 as {\"version\": 1, \"resources\": [\"https://host/route\", \"POST /route\"]} so auditors and x402scan can enumerate the paid routes"));
-        } else if same_host_routes == 0 {
-            findings.push(finding_v(
-                "well_known_empty",
-                Level::Fail,
-                "/.well-known/x402 lists no route on this host",
-                "list every paid route: absolute URLs or \"METHOD /path\"",
-            ));
-        }
-        if !bad_entries.is_empty() {
-            findings.push(finding_v(
-                "well_known_entries",
-                Level::Warn,
-                format!(
-                    "{} unreadable entries: {}",
-                    bad_entries.len(),
-                    bad_entries
-                        .iter()
-                        .take(5)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                "entries are absolute URLs or \"METHOD /path\" strings",
-            ));
-        }
-        let other_hosts = plan
-            .iter()
-            .filter(|(_, s)| *s == Some("other_host"))
-            .count();
-        if other_hosts > 0 {
-            findings.push(finding_v("other_hosts", Level::Warn, format!("{other_hosts} listed route(s) are on other hosts and were not probed"), "audit those hosts separately; list only this origin's routes in its /.well-known/x402"));
-        }
-        let over = plan
-            .iter()
-            .filter(|(_, s)| *s == Some("route_limit"))
-            .count();
-        if over > 0 {
-            findings.push(finding_v("route_limit", Level::Warn, format!("{over} route(s) beyond the first {} were not probed (their index status is still reported)", l.max_routes), ""));
-        }
-        if !not_listed.is_empty() {
-            findings.push(finding_v(
-                "indexed_not_listed",
-                Level::Warn,
-                format!(
-                    "{} indexed resource(s) on this host are not in /.well-known/x402",
-                    not_listed.len()
-                ),
-                "list them in /.well-known/x402, or let them lapse if they are retired",
-            ));
-        }
-        if pay_tos_dropped > 0 {
-            findings.push(finding_v(
-                "pay_to_limit",
-                Level::Warn,
-                format!(
-                    "{pay_tos_dropped} more payTo address(es) were not looked up (at most {})",
-                    l.max_pay_tos
-                ),
-                "a payTo per request (escrow per order) is never catalogued; use one stable payTo",
-            ));
-        }
-        if merchants.iter().any(|m| m.is_err()) {
-            findings.push(finding_v(
-                "index_partial",
-                Level::Warn,
-                "some merchant look-ups failed; the index view is partial",
-                "",
-            ));
-        }
-
-        let verdict = if !wk_found {
-            "no_well_known"
-        } else if same_host_routes == 0 {
-            "no_routes"
-        } else if not_indexed_n == 0 {
-            "fully_indexed"
-        } else if indexed_n > 0 {
-            "partially_indexed"
-        } else if ready_routes > 0 {
-            "not_indexed"
-        } else {
-            "not_ready"
+        let t = tally(&routes);
+        let not_listed = indexed_not_listed(&index.items, &read.listed);
+        let facts = HostFacts {
+            indexed_not_listed: not_listed.len(),
+            pay_tos_dropped,
+            index_partial: merchants.iter().any(Result::is_err),
         };
-
-        let (mut fail, mut warn) = (0usize, 0usize);
-        let route_findings = routes_out
-            .iter()
-            .flat_map(|r| r["findings"].as_array().into_iter().flatten());
-        for f in findings.iter().chain(route_findings) {
-            match f["level"].as_str() {
-                Some("fail") => fail += 1,
-                Some("warn") => warn += 1,
-                _ => {}
-            }
-        }
+        let findings = host_findings(&read, &t, &facts, l);
+        let routes: Vec<Value> = routes.into_iter().map(|r| r.json).collect();
+        let (fail, warn) = count_levels(&findings, &routes);
         Ok(json!({
             "ok": true,
             "target": {"input": input, "host": host, "origin": origin.as_str().trim_end_matches('/')},
-            "verdict": verdict,
+            "verdict": verdict(read.well_known_found, &t),
             "summary": {
-                "routesListed": listed.len(),
-                "routesProbed": probed_n,
-                "indexed": indexed_n,
-                "notIndexed": not_indexed_n,
-                "indexedOnBase": on_base,
-                "indexedOnSolana": on_sol,
+                "routesListed": read.listed.len(),
+                "routesProbed": t.probed,
+                "indexed": t.indexed,
+                "notIndexed": t.not_indexed,
+                "indexedOnBase": t.on_base,
+                "indexedOnSolana": t.on_solana,
                 "fail": fail,
                 "warn": warn,
             },
-            "wellKnown": wk,
+            "wellKnown": read.well_known,
             "index": {
                 "source": self.index.source(),
-                "payTos": pay_to_rows,
-                "searchHitsOnHost": search_hits,
-                "searchError": search_error,
+                "payTos": index.pay_to_rows,
+                "searchHitsOnHost": index.search_hits,
+                "searchError": index.search_error,
                 "indexedNotListed": not_listed,
             },
             "onchain": onchain,
-            "routes": routes_out,
+            "routes": routes,
             "findings": findings,
             "elapsedMs": arrived.elapsed().as_millis() as u64,
             "probeWindowMs": probes_until.saturating_duration_since(arrived).as_millis() as u64,
@@ -854,10 +567,6 @@ impl BazaarAudit {
             .flatten()
             .collect()
     }
-}
-
-fn join(v: &[&String]) -> String {
-    v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -925,5 +634,51 @@ mod tests {
         assert_eq!(routes[1].url.as_str(), "https://api.example.com/b");
         assert_eq!(routes[3].methods, vec![Method::POST]);
         assert_eq!(bad, vec!["5".to_string()]);
+    }
+
+    #[test]
+    fn too_little_time_after_verification_is_refused() {
+        let l = Limits::default();
+        let t0 = Instant::now();
+        let hard = t0 + l.hard_deadline;
+        assert!(check_time_left(hard, t0 + Duration::from_secs(15), &l).is_ok());
+        let r = check_time_left(hard, t0 + Duration::from_millis(15_001), &l).unwrap_err();
+        assert_eq!(
+            (r.status, r.code),
+            (StatusCode::BAD_GATEWAY, "too_little_time")
+        );
+        assert!(r
+            .message
+            .starts_with("only 2999 ms were left of the 18 s budget"));
+    }
+
+    #[test]
+    fn refusals_when_nothing_answered() {
+        let mut read = HostRead {
+            well_known: json!({"error": "connect_failed: refused"}),
+            well_known_found: false,
+            reachable: false,
+            listed: vec![],
+            bad_entries: vec![],
+            skipped: vec![],
+            by_route: BTreeMap::new(),
+        };
+        let r = unreachable("h.example", &read).unwrap();
+        assert_eq!(r.code, "host_unreachable");
+        assert!(r
+            .message
+            .starts_with("h.example did not answer any request (connect_failed: refused)"));
+        read.reachable = true;
+        assert!(unreachable("h.example", &read).is_none());
+
+        let failed: Vec<Result<MerchantPages, String>> = vec![Err("timeout".into())];
+        let r = index_unavailable(&failed, &Err("search".into()), "cdp").unwrap();
+        assert_eq!(r.code, "discovery_unavailable");
+        assert_eq!(
+            r.message,
+            "the discovery index (cdp) did not answer in time: timeout; you were not charged"
+        );
+        assert!(index_unavailable(&failed, &Ok(vec![]), "cdp").is_none());
+        assert!(index_unavailable(&[], &Err("search".into()), "cdp").is_some());
     }
 }

@@ -9,6 +9,7 @@ pub mod bazaar_listing;
 pub mod challenge_checks;
 pub mod discovery_index;
 pub mod known_networks;
+mod listing_report;
 mod offer;
 pub mod onchain;
 
