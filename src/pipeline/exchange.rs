@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::RouteSpec;
+use crate::market::UpstreamError;
 
 /// What a stage hands back to the chain runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +233,18 @@ impl Exchange {
         }
         self.reply = Some(reply);
         Flow::Reply
+    }
+
+    /// A market upstream failed: [`Self::fail_upstream`] with what the error says of itself
+    /// (status, code, upstream and when to come back).
+    pub fn fail_market(&mut self, e: &UpstreamError) -> Flow {
+        self.fail_upstream(
+            e.status(),
+            e.code(),
+            &e.to_string(),
+            &e.upstream,
+            e.retry_after_s(),
+        )
     }
 
     /// Adds source/priced/asOf to an object body; other values are wrapped as `{result: …}`.

@@ -207,15 +207,7 @@ impl Stage for Gas {
         for (n, r) in self.p.networks.iter().zip(results) {
             let g = match r {
                 Ok(g) => g,
-                Err(e) => {
-                    return ex.fail_upstream(
-                        e.status(),
-                        e.code(),
-                        &e.to_string(),
-                        &e.upstream,
-                        e.retry_after_s(),
-                    )
-                }
+                Err(e) => return ex.fail_market(&e),
             };
             taken = taken.min(g.taken);
             sources.insert(n.name.clone(), Value::String(g.value.upstream.clone()));

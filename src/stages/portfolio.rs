@@ -216,15 +216,7 @@ impl Stage for Portfolio {
         for (n, r) in self.p.networks.iter().zip(results) {
             let fresh = match r {
                 Ok(f) => f,
-                Err(e) => {
-                    return ex.fail_upstream(
-                        e.status(),
-                        e.code(),
-                        &e.to_string(),
-                        &e.upstream,
-                        e.retry_after_s(),
-                    )
-                }
+                Err(e) => return ex.fail_market(&e),
             };
             taken = taken.min(fresh.taken);
             let o = &fresh.value;
