@@ -201,11 +201,12 @@ impl Exchange {
 
     /// A stage ran without the artefact an earlier stage should have left (a chain bug).
     pub fn missing(&mut self, what: &str) -> Flow {
-        self.fail(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            format!("{what} is missing; you were not charged"),
-        )
+        self.fail_internal(&format!("{what} is missing; you were not charged"))
+    }
+
+    /// A 500 `internal_error` saying `message`: the chain is wrong, not the caller's input.
+    pub fn fail_internal(&mut self, message: &str) -> Flow {
+        self.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
     }
 
     /// An upstream failed (not charged): the error shape with the upstream named in `upstream`,

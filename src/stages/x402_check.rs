@@ -190,11 +190,7 @@ impl Stage for X402Check {
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(url) = ex.target.clone() else {
-            return ex.fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "no target",
-            );
+            return ex.fail_internal("no target");
         };
         let method = match probe_method(&ex.input, &self.p.method_param) {
             Ok(m) => m,
