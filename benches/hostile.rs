@@ -257,8 +257,8 @@ fn child(name: &str) {
             );
             let url = url::Url::parse("https://example.com/x").unwrap();
             let guard = paycall::net::Guard::new(Vec::new());
-            let a = paycall::audit::challenge::analyse(
-                &paycall::audit::challenge::ProbeView {
+            let a = paycall::audit::challenge_checks::analyse(
+                &paycall::audit::challenge_checks::ProbeView {
                     url: &url,
                     final_url: &url,
                     method: "GET",

@@ -5,10 +5,11 @@
 //! Nothing here ever pays or signs.
 
 pub mod address;
-pub mod bazaar;
-pub mod challenge;
+pub mod bazaar_listing;
+pub mod challenge_checks;
 pub mod discovery_index;
-pub mod networks;
+pub mod known_networks;
+mod listing_report;
 mod offer;
 pub mod onchain;
 
@@ -19,8 +20,8 @@ use std::time::Duration;
 use url::Url;
 
 use crate::net::{FetchError, FetchRequest, FetchResponse, GuardedClient, OverCap};
-use challenge::{Check, Level};
-use networks::Family;
+use challenge_checks::{Check, Level};
+use known_networks::Family;
 use onchain::Rpc;
 
 /// One unpaid request: no payment header, JSON accepted, POST/PUT/PATCH carry `{}` (so a body
@@ -74,74 +75,80 @@ pub fn fit_report(report: &mut Value, max_bytes: usize, echoes: &[&str]) {
     if size(report) <= max_bytes {
         return;
     }
-    // Iterative walk: a seller's JSON may nest deeply.
-    let mut stack: Vec<&mut Value> = vec![&mut *report];
+    each_value_mut(report, cut_long_string);
+    if size(report) > max_bytes {
+        each_value_mut(report, |v| drop_echoes(v, echoes));
+    }
+    if size(report) > max_bytes {
+        each_value_mut(report, bound_checks);
+    }
+    if let Value::Object(m) = report {
+        m.insert("reportTrimmed".into(), json!(true));
+    }
+}
+
+/// Calls `f` on every value under `root`, each before its children (so `f` may replace or cut
+/// them). Iterative: a seller's JSON may nest deeply.
+fn each_value_mut(root: &mut Value, mut f: impl FnMut(&mut Value)) {
+    let mut stack: Vec<&mut Value> = vec![root];
     while let Some(v) = stack.pop() {
+        f(&mut *v);
         match v {
-            Value::String(s) => {
-                if let Some((i, _)) = s.char_indices().nth(TRIMMED_STRING_CHARS) {
-                    s.truncate(i);
-                    s.push('…');
-                }
-            }
             Value::Array(a) => stack.extend(a.iter_mut()),
             Value::Object(m) => stack.extend(m.values_mut()),
             _ => {}
         }
     }
-    if size(report) > max_bytes {
-        let mut stack: Vec<&mut Value> = vec![&mut *report];
-        while let Some(v) = stack.pop() {
-            match v {
-                Value::Object(m) => {
-                    for k in echoes {
-                        if let Some(e) = m.get_mut(*k) {
-                            *e = json!("omitted: the report was over its size cap");
-                        }
-                    }
-                    stack.extend(m.values_mut());
-                }
-                Value::Array(a) => stack.extend(a.iter_mut()),
-                _ => {}
+}
+
+/// A string longer than 300 characters keeps its first 300 and an ellipsis.
+fn cut_long_string(v: &mut Value) {
+    if let Value::String(s) = v {
+        if let Some((i, _)) = s.char_indices().nth(TRIMMED_STRING_CHARS) {
+            s.truncate(i);
+            s.push('…');
+        }
+    }
+}
+
+/// The echoes an object holds become a note that they were omitted.
+fn drop_echoes(v: &mut Value, echoes: &[&str]) {
+    if let Value::Object(m) = v {
+        for k in echoes {
+            if let Some(e) = m.get_mut(*k) {
+                *e = json!("omitted: the report was over its size cap");
             }
         }
     }
-    if size(report) > max_bytes {
-        let mut stack: Vec<&mut Value> = vec![&mut *report];
-        while let Some(v) = stack.pop() {
-            match v {
-                Value::Object(m) => {
-                    if let Some(Value::Array(checks)) = m.get_mut("checks") {
-                        if checks.len() > 50 {
-                            let rest = checks.split_off(49);
-                            let worst = rest
-                                .iter()
-                                .filter_map(|c| c.get("level").and_then(Value::as_str))
-                                .max_by_key(|l| match *l {
-                                    "fail" => 2,
-                                    "warn" => 1,
-                                    _ => 0,
-                                })
-                                .unwrap_or("pass")
-                                .to_string();
-                            checks.push(json!({
-                                "id": "findings_bounded",
-                                "level": worst,
-                                "message": format!("{} more findings not listed: the report was over its size cap", rest.len()),
-                                "fix": "fix the findings listed, then audit again",
-                            }));
-                        }
-                    }
-                    stack.extend(m.values_mut());
-                }
-                Value::Array(a) => stack.extend(a.iter_mut()),
-                _ => {}
-            }
-        }
+}
+
+/// A `checks` array over 50 findings keeps its first 49 and one that counts the rest, at the
+/// worst level among them.
+fn bound_checks(v: &mut Value) {
+    let Value::Object(m) = v else { return };
+    let Some(Value::Array(checks)) = m.get_mut("checks") else {
+        return;
+    };
+    if checks.len() <= 50 {
+        return;
     }
-    if let Value::Object(m) = report {
-        m.insert("reportTrimmed".into(), json!(true));
-    }
+    let rest = checks.split_off(49);
+    let worst = rest
+        .iter()
+        .filter_map(|c| c.get("level").and_then(Value::as_str))
+        .max_by_key(|l| match *l {
+            "fail" => 2,
+            "warn" => 1,
+            _ => 0,
+        })
+        .unwrap_or("pass")
+        .to_string();
+    checks.push(json!({
+        "id": "findings_bounded",
+        "level": worst,
+        "message": format!("{} more findings not listed: the report was over its size cap", rest.len()),
+        "fix": "fix the findings listed, then audit again",
+    }));
 }
 
 /// An RPC per EVM network (CAIP-2 id → endpoint).
@@ -153,7 +160,7 @@ pub type Rpcs = Vec<(String, Rpc)>;
 pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Value>, Vec<Check>) {
     let mut addrs: Vec<&str> = Vec::new();
     for (net, addr) in pay_tos {
-        if networks::family_of(net) == Some(Family::Evm)
+        if known_networks::family_of(net) == Some(Family::Evm)
             && address::is_valid_evm(addr)
             && !addrs.iter().any(|a| a.eq_ignore_ascii_case(addr))
         {
@@ -184,7 +191,7 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
         rows.push(json!({
             "payTo": addr,
             "network": net,
-            "networkName": networks::short_name(&net),
+            "networkName": known_networks::short_name(&net),
             "rpc": rpc_name,
             "type": kind,
             "error": error,
@@ -199,7 +206,7 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
                     level: Level::Pass,
                     message: format!(
                         "payTo {addr} is an externally owned account on {}",
-                        networks::short_name(&net)
+                        known_networks::short_name(&net)
                     ),
                     fix: String::new(),
                     entry: None,
@@ -209,7 +216,7 @@ pub async fn pay_to_types(rpcs: &Rpcs, pay_tos: &[(String, String)]) -> (Vec<Val
                     level: Level::Warn,
                     message: format!(
                         "payTo {addr} is a contract on {}",
-                        networks::short_name(&net)
+                        known_networks::short_name(&net)
                     ),
                     fix: "fine for a smart-contract wallet you control; make sure it can move USDC out, and that it is not a token or router contract".into(),
                     entry: None,

@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use super::address::{classify_evm, is_valid_solana, EvmAddress};
-use super::challenge::{atomic_to_usd, str_of, Level, Out, KNOWN_SCHEMES, USDC_UNIT};
-use super::networks::{self, Family, Network};
+use super::challenge_checks::{atomic_to_usd, str_of, Level, Out, KNOWN_SCHEMES, USDC_UNIT};
+use super::known_networks::{self, Family, Network};
 
 /// One offer as its checks read it. The asset check fills `usdc_domain` and `asset_label`, the
 /// amount check `amount_atomic`: the checks after them read those.
@@ -42,8 +42,8 @@ impl<'a> Offer<'a> {
             amount_field,
             amount_v: e.get(amount_field),
             extra: e.get("extra").cloned().unwrap_or(Value::Null),
-            known: networks::lookup(network),
-            family: networks::family_of(network),
+            known: known_networks::lookup(network),
+            family: known_networks::family_of(network),
             usdc_domain: None,
             asset_label: Value::Null,
             amount_atomic: None,
@@ -70,7 +70,7 @@ impl<'a> Offer<'a> {
         "scheme": scheme,
         "network": network,
         "networkName": known.map(|n| n.label),
-        "testnet": networks::is_testnet(network),
+        "testnet": known_networks::is_testnet(network),
         "amountAtomic": amount_v.cloned().unwrap_or(Value::Null),
         "amountUsd": usd,
         "asset": asset,
@@ -146,7 +146,7 @@ fn network(o: &mut Offer<'_>, out: &mut Out) -> bool {
     } = *o;
     let mut ok = true;
     if v2 {
-        if networks::is_caip2(network) {
+        if known_networks::is_caip2(network) {
             if known.is_some() {
                 out.entry(i, "network", Level::Pass, format!("network {network}"), "");
             } else {
@@ -154,7 +154,7 @@ fn network(o: &mut Offer<'_>, out: &mut Out) -> bool {
             }
         } else {
             ok = false;
-            let fix = match networks::by_v1(network) {
+            let fix = match known_networks::by_v1(network) {
                 Some(n) => format!("write the CAIP-2 id `{}` instead of `{network}`", n.caip2),
                 None => "use a CAIP-2 id such as eip155:8453".into(),
             };
@@ -167,7 +167,9 @@ fn network(o: &mut Offer<'_>, out: &mut Out) -> bool {
             );
         }
     } else if known.and_then(|n| n.v1).is_some()
-        || networks::OTHER_V1_NAMES.iter().any(|(n, _)| *n == network)
+        || known_networks::OTHER_V1_NAMES
+            .iter()
+            .any(|(n, _)| *n == network)
     {
         out.entry(
             i,
@@ -198,68 +200,20 @@ fn pay_to(o: &mut Offer<'_>, out: &mut Out) -> bool {
         family,
         ..
     } = *o;
-    let mut ok = true;
-    match family {
-        Some(Family::Evm) => match classify_evm(pay_to) {
-            EvmAddress::Checksummed => out.entry(
+    let mut ok = match family {
+        Some(Family::Evm) => evm_pay_to(i, pay_to, out),
+        Some(Family::Solana) => solana_pay_to(i, pay_to, out),
+        None => {
+            out.entry(
                 i,
                 "pay_to",
-                Level::Pass,
-                format!("payTo {pay_to} is a checksummed EVM address"),
+                Level::Warn,
+                format!("payTo `{pay_to}` on an unknown network could not be checked"),
                 "",
-            ),
-            EvmAddress::NoChecksum => out.entry(
-                i,
-                "pay_to",
-                Level::Pass,
-                format!(
-                    "payTo {pay_to} is a valid EVM address (single case, so without a checksum)"
-                ),
-                "",
-            ),
-            EvmAddress::BadChecksum => {
-                ok = false;
-                out.entry(i, "pay_to", Level::Fail, format!("payTo {pay_to} fails its EIP-55 checksum: likely a typo, funds could be lost"), format!("check the address; its checksummed form would be {}", super::address::to_checksum(pay_to).unwrap_or_default()))
-            }
-            EvmAddress::Malformed => {
-                ok = false;
-                out.entry(
-                    i,
-                    "pay_to",
-                    Level::Fail,
-                    format!("payTo `{pay_to}` is not an EVM address (0x + 40 hex digits)"),
-                    "set payTo to your receiving wallet address",
-                )
-            }
-        },
-        Some(Family::Solana) => {
-            if is_valid_solana(pay_to) {
-                out.entry(
-                    i,
-                    "pay_to",
-                    Level::Pass,
-                    format!("payTo {pay_to} is a Solana address (32 bytes)"),
-                    "",
-                );
-            } else {
-                ok = false;
-                out.entry(
-                    i,
-                    "pay_to",
-                    Level::Fail,
-                    format!("payTo `{pay_to}` is not a Solana address (base58 of 32 bytes)"),
-                    "set payTo to your Solana wallet's public key (not its token account)",
-                );
-            }
+            );
+            true
         }
-        None => out.entry(
-            i,
-            "pay_to",
-            Level::Warn,
-            format!("payTo `{pay_to}` on an unknown network could not be checked"),
-            "",
-        ),
-    }
+    };
     if !pay_to.is_empty() && pay_to.eq_ignore_ascii_case(asset) {
         ok = false;
         out.entry(
@@ -271,6 +225,74 @@ fn pay_to(o: &mut Offer<'_>, out: &mut Out) -> bool {
         );
     }
     ok
+}
+
+/// `pay_to` of an EVM offer: 0x + 40 hex digits, with a valid EIP-55 checksum when mixed case.
+fn evm_pay_to(i: usize, pay_to: &str, out: &mut Out) -> bool {
+    match classify_evm(pay_to) {
+        EvmAddress::Checksummed => out.entry(
+            i,
+            "pay_to",
+            Level::Pass,
+            format!("payTo {pay_to} is a checksummed EVM address"),
+            "",
+        ),
+        EvmAddress::NoChecksum => out.entry(
+            i,
+            "pay_to",
+            Level::Pass,
+            format!("payTo {pay_to} is a valid EVM address (single case, so without a checksum)"),
+            "",
+        ),
+        EvmAddress::BadChecksum => {
+            out.entry(
+                i,
+                "pay_to",
+                Level::Fail,
+                format!(
+                    "payTo {pay_to} fails its EIP-55 checksum: likely a typo, funds could be lost"
+                ),
+                format!(
+                    "check the address; its checksummed form would be {}",
+                    super::address::to_checksum(pay_to).unwrap_or_default()
+                ),
+            );
+            return false;
+        }
+        EvmAddress::Malformed => {
+            out.entry(
+                i,
+                "pay_to",
+                Level::Fail,
+                format!("payTo `{pay_to}` is not an EVM address (0x + 40 hex digits)"),
+                "set payTo to your receiving wallet address",
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// `pay_to` of a Solana offer: base58 of 32 bytes.
+fn solana_pay_to(i: usize, pay_to: &str, out: &mut Out) -> bool {
+    if is_valid_solana(pay_to) {
+        out.entry(
+            i,
+            "pay_to",
+            Level::Pass,
+            format!("payTo {pay_to} is a Solana address (32 bytes)"),
+            "",
+        );
+        return true;
+    }
+    out.entry(
+        i,
+        "pay_to",
+        Level::Fail,
+        format!("payTo `{pay_to}` is not a Solana address (base58 of 32 bytes)"),
+        "set payTo to your Solana wallet's public key (not its token account)",
+    );
+    false
 }
 
 /// The asset is USDC of the offer's network (not of another network).
@@ -302,7 +324,7 @@ fn asset(o: &mut Offer<'_>, out: &mut Out) -> bool {
             );
         }
         Some((n, (addr, _, _))) => {
-            if let Some(other) = networks::NETWORKS
+            if let Some(other) = known_networks::NETWORKS
                 .iter()
                 .find(|o| o.usdc.is_some_and(|u| same_asset(u.0)))
             {
@@ -415,96 +437,88 @@ fn amount(o: &mut Offer<'_>, out: &mut Out) -> bool {
         amount_v,
         ..
     } = *o;
-    let mut ok = true;
-    let mut amount_atomic: Option<u128> = None;
     match amount_v {
         Some(Value::String(s)) if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) => {
-            match s.parse::<u128>() {
-                Ok(0) => {
-                    ok = false;
-                    out.entry(
-                        i,
-                        "amount",
-                        Level::Fail,
-                        format!("{amount_field} is 0"),
-                        "set the price in atomic units (10000 = $0.01 for USDC)",
-                    );
-                }
-                Ok(a) => {
-                    amount_atomic = Some(a);
-                    out.entry(
-                        i,
-                        "amount",
-                        Level::Pass,
-                        format!("{amount_field} {a} atomic units"),
-                        "",
-                    );
-                }
-                Err(_) => {
-                    ok = false;
-                    out.entry(
-                        i,
-                        "amount",
-                        Level::Fail,
-                        format!("{amount_field} {s} is too large"),
-                        "write the price in atomic units",
-                    );
-                }
-            }
+            o.amount_atomic = atomic_amount(i, amount_field, s, out);
+            return o.amount_atomic.is_some();
         }
-        Some(Value::String(s)) => {
-            ok = false;
-            let t = s.trim().trim_start_matches('$');
-            let fix = match t.parse::<f64>() {
-                Ok(f) if f.is_finite() && f > 0.0 => format!(
-                    "write atomic units as an integer string: ${t} in USDC (6 decimals) is \"{}\"",
-                    (f * 1e6).round() as u128
-                ),
-                _ => {
-                    "write the amount as an integer string of atomic units (10000 = $0.01 for USDC)"
-                        .into()
+        Some(Value::String(s)) => dollar_amount(i, amount_field, s, out),
+        Some(Value::Number(n)) => out.entry(
+            i,
+            "amount",
+            Level::Fail,
+            format!("{amount_field} is the JSON number {n}, not a string"),
+            format!(
+                "write it as a string of atomic units, e.g. \"{}\"",
+                if n.is_u64() {
+                    n.to_string()
+                } else {
+                    ((n.as_f64().unwrap_or(0.0)) * 1e6).round().to_string()
                 }
-            };
-            out.entry(
-                i,
-                "amount",
-                Level::Fail,
-                format!(
-                    "{amount_field} \"{s}\" is not an integer of atomic units (a dollar amount?)"
-                ),
-                fix,
-            );
-        }
-        Some(Value::Number(n)) => {
-            ok = false;
-            out.entry(
-                i,
-                "amount",
-                Level::Fail,
-                format!("{amount_field} is the JSON number {n}, not a string"),
-                format!(
-                    "write it as a string of atomic units, e.g. \"{}\"",
-                    if n.is_u64() {
-                        n.to_string()
-                    } else {
-                        ((n.as_f64().unwrap_or(0.0)) * 1e6).round().to_string()
-                    }
-                ),
-            );
-        }
-        _ => {
-            ok = false;
-            out.entry(
-                i,
-                "amount",
-                Level::Fail,
-                format!("{amount_field} is missing"),
-                format!("add {amount_field} in atomic units"),
-            );
-        }
+            ),
+        ),
+        _ => out.entry(
+            i,
+            "amount",
+            Level::Fail,
+            format!("{amount_field} is missing"),
+            format!("add {amount_field} in atomic units"),
+        ),
     }
-    o.amount_atomic = amount_atomic;
-    ok
+    o.amount_atomic = None;
+    false
+}
+
+/// An amount written as digits: positive and within u128, or a failure.
+fn atomic_amount(i: usize, amount_field: &str, s: &str, out: &mut Out) -> Option<u128> {
+    match s.parse::<u128>() {
+        Ok(0) => out.entry(
+            i,
+            "amount",
+            Level::Fail,
+            format!("{amount_field} is 0"),
+            "set the price in atomic units (10000 = $0.01 for USDC)",
+        ),
+        Ok(a) => {
+            out.entry(
+                i,
+                "amount",
+                Level::Pass,
+                format!("{amount_field} {a} atomic units"),
+                "",
+            );
+            return Some(a);
+        }
+        Err(_) => out.entry(
+            i,
+            "amount",
+            Level::Fail,
+            format!("{amount_field} {s} is too large"),
+            "write the price in atomic units",
+        ),
+    }
+    None
+}
+
+/// An amount string that is not digits, most often dollars: the fix gives its atomic form.
+fn dollar_amount(i: usize, amount_field: &str, s: &str, out: &mut Out) {
+    let t = s.trim().trim_start_matches('$');
+    let fix = match t.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => format!(
+            "write atomic units as an integer string: ${t} in USDC (6 decimals) is \"{}\"",
+            (f * 1e6).round() as u128
+        ),
+        _ => {
+            "write the amount as an integer string of atomic units (10000 = $0.01 for USDC)".into()
+        }
+    };
+    out.entry(
+        i,
+        "amount",
+        Level::Fail,
+        format!("{amount_field} \"{s}\" is not an integer of atomic units (a dollar amount?)"),
+        fix,
+    );
 }
 
 /// A USDC amount far below a cent or above $1,000 per call is likely a decimals mistake.
@@ -660,7 +674,7 @@ mod tests {
         assert_eq!(report["amountUsd"], "0.01");
         assert_eq!(
             report["networkName"],
-            json!(networks::lookup("eip155:8453").map(|n| n.label))
+            json!(known_networks::lookup("eip155:8453").map(|n| n.label))
         );
     }
 }

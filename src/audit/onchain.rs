@@ -47,7 +47,7 @@ pub fn rpcs_from_upstreams(
 ) -> Result<super::Rpcs, String> {
     let mut rpcs = Vec::new();
     for (net, name) in map {
-        if !super::networks::is_caip2(net) || !net.starts_with("eip155:") {
+        if !super::known_networks::is_caip2(net) || !net.starts_with("eip155:") {
             return Err(format!("rpcs: `{net}` is not an eip155 CAIP-2 network id"));
         }
         let url = upstreams.get(name).ok_or_else(|| {

@@ -32,6 +32,14 @@ pub struct TokenParams {
     pub price: String,
 }
 
+/// A gas or portfolio stage's networks: at least one, each valid against the hub.
+pub fn check_networks(networks: &[NetworkParams], hub: &MarketHub) -> Result<(), String> {
+    if networks.is_empty() {
+        return Err("`networks` lists at least one network".into());
+    }
+    networks.iter().try_for_each(|n| n.check(hub))
+}
+
 impl NetworkParams {
     pub fn check(&self, hub: &MarketHub) -> Result<(), String> {
         if self.rpc.is_empty() {

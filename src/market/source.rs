@@ -13,6 +13,18 @@ use super::hub::{first_ok, Fresh, Limits, MarketHub, UpstreamError};
 pub const MIN_TTL_S: u64 = 15;
 pub const MAX_TTL_S: u64 = 300;
 
+/// The bounds every market stage puts on its cache lifetime (15–300 s) and its request timeout
+/// (1–60000 ms).
+pub fn check_ttl_and_timeout(ttl_s: u64, timeout_ms: u64) -> Result<(), String> {
+    if !(MIN_TTL_S..=MAX_TTL_S).contains(&ttl_s) {
+        return Err(format!("ttl_s must be between {MIN_TTL_S} and {MAX_TTL_S}"));
+    }
+    if timeout_ms == 0 || timeout_ms > 60_000 {
+        return Err("timeout_ms must be between 1 and 60000".into());
+    }
+    Ok(())
+}
+
 /// Parameters of a stage that reads market upstreams.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,12 +62,7 @@ impl SourceParams {
         if self.upstreams.is_empty() {
             return Err("`upstreams` names at least one upstream".into());
         }
-        if !(MIN_TTL_S..=MAX_TTL_S).contains(&self.ttl_s) {
-            return Err(format!("ttl_s must be between {MIN_TTL_S} and {MAX_TTL_S}"));
-        }
-        if self.timeout_ms == 0 || self.timeout_ms > 60_000 {
-            return Err("timeout_ms must be between 1 and 60000".into());
-        }
+        check_ttl_and_timeout(self.ttl_s, self.timeout_ms)?;
         if self.max_bytes == 0 {
             return Err("max_bytes must be positive".into());
         }

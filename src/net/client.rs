@@ -107,6 +107,15 @@ pub struct FetchResponse {
     pub elapsed: Duration,
 }
 
+impl FetchResponse {
+    /// The Content-Type header, when there is one and it is text.
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+    }
+}
+
 /// Idle outbound connections kept per host for reuse; the rest are closed when their request
 /// ends.
 pub const MAX_IDLE_PER_HOST: usize = 16;

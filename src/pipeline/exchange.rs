@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::RouteSpec;
+use crate::market::UpstreamError;
 
 /// What a stage hands back to the chain runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,11 +201,12 @@ impl Exchange {
 
     /// A stage ran without the artefact an earlier stage should have left (a chain bug).
     pub fn missing(&mut self, what: &str) -> Flow {
-        self.fail(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            format!("{what} is missing; you were not charged"),
-        )
+        self.fail_internal(&format!("{what} is missing; you were not charged"))
+    }
+
+    /// A 500 `internal_error` saying `message`: the chain is wrong, not the caller's input.
+    pub fn fail_internal(&mut self, message: &str) -> Flow {
+        self.fail(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
     }
 
     /// An upstream failed (not charged): the error shape with the upstream named in `upstream`,
@@ -232,6 +234,18 @@ impl Exchange {
         }
         self.reply = Some(reply);
         Flow::Reply
+    }
+
+    /// A market upstream failed: [`Self::fail_upstream`] with what the error says of itself
+    /// (status, code, upstream and when to come back).
+    pub fn fail_market(&mut self, e: &UpstreamError) -> Flow {
+        self.fail_upstream(
+            e.status(),
+            e.code(),
+            &e.to_string(),
+            &e.upstream,
+            e.retry_after_s(),
+        )
     }
 
     /// Adds source/priced/asOf to an object body; other values are wrapped as `{result: …}`.

@@ -1,5 +1,5 @@
 //! `bazaar_check`: audit of a host's listing in the public x402 discovery index (docs/audit.md).
-//! The work is in `audit::bazaar`; this stage reads its parameters, vets the input before the
+//! The work is in `audit::bazaar_listing`; this stage reads its parameters, vets the input before the
 //! payment gate verifies (bare host or https origin; http:// and blocked hosts → 400), and maps
 //! the audit's refusals to not-charged answers (host unreachable, `discovery_unavailable`,
 //! too little time left after verification: 502).
@@ -12,7 +12,7 @@
 //!   `max_pages` 3, `min_time_left_ms` 3000, `transfer_blocks` 10000.
 //! - `max_report_bytes` (524288): the report's JSON size cap (`audit::fit_report`: long strings
 //!   cut, echoed offers dropped, findings bounded; `reportTrimmed: true`). Each route's
-//!   challenge is audited under `audit::challenge::Limits` (20 offers, 200 findings), so 25
+//!   challenge is audited under `audit::challenge_checks::Limits` (20 offers, 200 findings), so 25
 //!   routes stay well under it unless sellers echo huge fields.
 
 use async_trait::async_trait;
@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::audit::bazaar::{parse_target, BazaarAudit, Limits};
+use crate::audit::bazaar_listing::{parse_target, BazaarAudit, Limits};
 use crate::audit::discovery_index::DiscoveryIndex;
 use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::net::{Guard, GuardedClient};

@@ -248,19 +248,10 @@ impl Stage for Extract {
             }
             Ok(None) => {
                 let Some(f) = ex.slots.take::<Fetched>() else {
-                    return ex.fail(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "internal_error",
-                        "nothing fetched",
-                    );
+                    return ex.fail_internal("nothing fetched");
                 };
                 let r = &f.response;
-                let ct = r
-                    .headers
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string();
+                let ct = r.content_type().unwrap_or("").to_string();
                 if !page::is_html(&ct, &r.body) {
                     return ex.fail(
                         StatusCode::UNSUPPORTED_MEDIA_TYPE,

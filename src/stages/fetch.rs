@@ -243,11 +243,7 @@ impl Stage for Fetch {
             return Flow::Continue;
         }
         let Some(url) = ex.target.clone() else {
-            return ex.fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "no target",
-            );
+            return ex.fail_internal("no target");
         };
         let (method, headers, body) = match self.request_parts(&ex.input) {
             Ok(parts) => parts,

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use crate::market::format::round;
 use crate::market::gas::{self, cost_usd, gwei, L1Sizes, NetworkGas, TIER_NAMES};
-use crate::market::networks::NetworkParams;
-use crate::market::source::{MAX_TTL_S, MIN_TTL_S};
+use crate::market::networks::{check_networks, NetworkParams};
+use crate::market::source::check_ttl_and_timeout;
 use crate::market::spot::SpotSet;
 use crate::market::UPSTREAM_ERRORS;
 use crate::market::{first_ok, Fresh, Limits, MarketHub};
@@ -92,20 +92,10 @@ struct Gas {
 fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
     let p: Params = params(p)?;
     let hub = ctx.services.need::<MarketHub>()?;
-    if p.networks.is_empty() {
-        return Err("`networks` lists at least one network".into());
-    }
-    for n in &p.networks {
-        n.check(&hub)?;
-    }
-    if !(MIN_TTL_S..=MAX_TTL_S).contains(&p.ttl_s) {
-        return Err(format!("ttl_s must be between {MIN_TTL_S} and {MAX_TTL_S}"));
-    }
+    check_networks(&p.networks, &hub)?;
+    check_ttl_and_timeout(p.ttl_s, p.timeout_ms)?;
     if !(1..=1024).contains(&p.blocks) {
         return Err("blocks must be between 1 and 1024".into());
-    }
-    if p.timeout_ms == 0 || p.timeout_ms > 60_000 {
-        return Err("timeout_ms must be between 1 and 60000".into());
     }
     Ok(Arc::new(Gas { p, hub }))
 }
@@ -207,15 +197,7 @@ impl Stage for Gas {
         for (n, r) in self.p.networks.iter().zip(results) {
             let g = match r {
                 Ok(g) => g,
-                Err(e) => {
-                    return ex.fail_upstream(
-                        e.status(),
-                        e.code(),
-                        &e.to_string(),
-                        &e.upstream,
-                        e.retry_after_s(),
-                    )
-                }
+                Err(e) => return ex.fail_market(&e),
             };
             taken = taken.min(g.taken);
             sources.insert(n.name.clone(), Value::String(g.value.upstream.clone()));

@@ -6,7 +6,6 @@
 
 use async_trait::async_trait;
 use base64::Engine;
-use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -124,19 +123,10 @@ pub fn record_headers(headers: &http::HeaderMap) -> Map<String, Value> {
 impl Stage for HttpRecord {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(f) = ex.slots.take::<Fetched>() else {
-            return ex.fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "nothing fetched",
-            );
+            return ex.fail_internal("nothing fetched");
         };
         let r = &f.response;
-        let content_type = r
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
+        let content_type = r.content_type().unwrap_or("").to_string();
         let (body, encoding) = match std::str::from_utf8(&r.body) {
             Ok(s) if is_textual(&content_type) => (s.to_string(), "text"),
             // A cut may split a multi-byte character: keep the valid prefix as text.

@@ -146,19 +146,10 @@ pub use crate::doc::page_text::{decode_text, kind_of, Kind};
 impl Stage for Markdown {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(f) = ex.slots.take::<Fetched>() else {
-            return ex.fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "nothing fetched",
-            );
+            return ex.fail_internal("nothing fetched");
         };
         let r = &f.response;
-        let content_type = r
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
+        let content_type = r.content_type().unwrap_or("").to_string();
         if let Err(e) = check_type(&content_type, &r.body) {
             return ex.fail(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,

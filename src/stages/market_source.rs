@@ -134,13 +134,7 @@ impl<T: Any + Send + Sync> Stage for MarketSource<T> {
                 ex.slots.put(fresh);
                 Flow::Continue
             }
-            Err(e) => ex.fail_upstream(
-                e.status(),
-                e.code(),
-                &e.to_string(),
-                &e.upstream,
-                e.retry_after_s(),
-            ),
+            Err(e) => ex.fail_market(&e),
         }
     }
 }

@@ -135,19 +135,13 @@ fn opt(v: &Option<String>) -> Value {
 impl Stage for PdfText {
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(f) = ex.slots.take::<Fetched>() else {
-            return ex.fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "nothing fetched",
-            );
+            return ex.fail_internal("nothing fetched");
         };
         let body = f.response.body.clone();
         if !pdf::looks_like_pdf(&body) {
             let ct = f
                 .response
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
+                .content_type()
                 .unwrap_or("no content type")
                 .to_string();
             return ex.fail(

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::market::format::round;
-use crate::market::networks::NetworkParams;
+use crate::market::networks::{check_networks, NetworkParams};
 use crate::market::portfolio::{self, format_units, Position, RiskRules, TokenSpec};
-use crate::market::source::{MAX_TTL_S, MIN_TTL_S};
+use crate::market::source::check_ttl_and_timeout;
 use crate::market::spot::SpotSet;
 use crate::market::UPSTREAM_ERRORS;
 use crate::market::{first_ok, Fresh, Limits, MarketHub};
@@ -92,18 +92,8 @@ fn build(ctx: &BuildCtx<'_>, p: Value) -> Result<Arc<dyn Stage>, String> {
             p.address_param
         ));
     }
-    if p.networks.is_empty() {
-        return Err("`networks` lists at least one network".into());
-    }
-    for n in &p.networks {
-        n.check(&hub)?;
-    }
-    if !(MIN_TTL_S..=MAX_TTL_S).contains(&p.ttl_s) {
-        return Err(format!("ttl_s must be between {MIN_TTL_S} and {MAX_TTL_S}"));
-    }
-    if p.timeout_ms == 0 || p.timeout_ms > 60_000 {
-        return Err("timeout_ms must be between 1 and 60000".into());
-    }
+    check_networks(&p.networks, &hub)?;
+    check_ttl_and_timeout(p.ttl_s, p.timeout_ms)?;
     if !(p.dust_usd >= 0.0 && (0.0..=100.0).contains(&p.high_concentration_pct)) {
         return Err("dust_usd must be ≥ 0 and high_concentration_pct within 0–100".into());
     }
@@ -216,15 +206,7 @@ impl Stage for Portfolio {
         for (n, r) in self.p.networks.iter().zip(results) {
             let fresh = match r {
                 Ok(f) => f,
-                Err(e) => {
-                    return ex.fail_upstream(
-                        e.status(),
-                        e.code(),
-                        &e.to_string(),
-                        &e.upstream,
-                        e.retry_after_s(),
-                    )
-                }
+                Err(e) => return ex.fail_market(&e),
             };
             taken = taken.min(fresh.taken);
             let o = &fresh.value;

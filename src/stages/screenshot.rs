@@ -223,13 +223,7 @@ impl Stage for Screenshot {
         // A demo run's target served by this service itself (`own_file` put it here; it never
         // does on a paid call): the browser renders that file instead of fetching the URL.
         let document = ex.slots.take::<Fetched>().map(|f| {
-            let ct = f
-                .response
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("text/html")
-                .to_string();
+            let ct = f.response.content_type().unwrap_or("text/html").to_string();
             (ct, f.response.body)
         });
         let req = ShotRequest {

@@ -327,12 +327,7 @@ impl Search {
                 format!("the page answered HTTP {status}"),
             ));
         }
-        let content_type = resp
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
+        let content_type = resp.content_type().unwrap_or("").to_string();
         if let Err(e) = check_type(&content_type, &resp.body) {
             return with_answer(Page::failed("unsupported_content_type", e.to_string()));
         }

@@ -307,25 +307,11 @@ impl Stage for Signals {
         };
         let candles = match self.candles(&interval, gran).await {
             Ok(c) => c,
-            Err(e) => {
-                return ex.fail_upstream(
-                    e.status(),
-                    e.code(),
-                    &e.to_string(),
-                    &e.upstream,
-                    e.retry_after_s(),
-                )
-            }
+            Err(e) => return ex.fail_market(&e),
         };
         match body(&candles.value, &funding.value, &interval) {
             Ok(b) => ex.respond_ok_as_of(b, older(candles.taken, funding.taken)),
-            Err(e) => ex.fail_upstream(
-                e.status(),
-                e.code(),
-                &e.to_string(),
-                &e.upstream,
-                e.retry_after_s(),
-            ),
+            Err(e) => ex.fail_market(&e),
         }
     }
 }

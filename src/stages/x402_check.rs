@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::audit::challenge::{analyse_with, bound_findings, Level, Limits, ProbeView};
+use crate::audit::challenge_checks::{analyse_with, bound_findings, Level, Limits, ProbeView};
 use crate::audit::onchain::{default_rpc_upstreams, rpcs_from_upstreams};
 use crate::audit::{fit_report, pay_to_types, probe, Rpcs};
 use crate::net::{FetchError, Guard, GuardedClient};
@@ -74,10 +74,10 @@ struct Params {
 }
 
 fn default_max_offers() -> usize {
-    crate::audit::challenge::DEFAULT_MAX_OFFERS
+    crate::audit::challenge_checks::DEFAULT_MAX_OFFERS
 }
 fn default_max_findings() -> usize {
-    crate::audit::challenge::DEFAULT_MAX_FINDINGS
+    crate::audit::challenge_checks::DEFAULT_MAX_FINDINGS
 }
 fn default_max_report() -> usize {
     DEFAULT_MAX_REPORT_BYTES
@@ -190,11 +190,7 @@ impl Stage for X402Check {
 
     async fn run(&self, ex: &mut Exchange) -> Flow {
         let Some(url) = ex.target.clone() else {
-            return ex.fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "no target",
-            );
+            return ex.fail_internal("no target");
         };
         let method = match probe_method(&ex.input, &self.p.method_param) {
             Ok(m) => m,
@@ -204,7 +200,7 @@ impl Stage for X402Check {
             }
         };
         // Allowlisted (operator's own) addresses are reached over plain http (docs/audit.md).
-        let sent = crate::audit::bazaar::transport_url(&url, &self.guard);
+        let sent = crate::audit::bazaar_listing::transport_url(&url, &self.guard);
         let resp = match probe(
             &self.client,
             &sent,

@@ -273,15 +273,22 @@ impl Facilitators {
         ))
     }
 
-    /// Verifies with the best facilitator, and with the next ones while a facilitator gives no
-    /// verdict (a verify moves no money). A verdict, valid or not, is final.
-    pub async fn verify(
-        &self,
-        payload: &Value,
+    /// Asks the facilitators in the order [`Self::order`] gives, best first, until `go_on`
+    /// says stop: each call is counted, timed and recorded against its facilitator's health.
+    /// `go_on` sees each answer with the next facilitator (if any), logs what it decides, and a
+    /// move to the next facilitator is told to the observer as a failover.
+    async fn in_order<'a, T, Fut>(
+        &'a self,
         requirement: &Requirement,
-    ) -> Routed<Result<VerifyOutcome, FacilitatorError>> {
+        endpoint: &'static str,
+        call: impl Fn(&'a FacilitatorClient) -> Fut,
+        go_on: impl Fn(&Member, &Result<T, FacilitatorError>, Option<&Member>) -> bool,
+    ) -> Routed<Result<T, FacilitatorError>>
+    where
+        Fut: std::future::Future<Output = Result<T, FacilitatorError>>,
+    {
         let order = self.order(requirement);
-        let mut last: Routed<Result<VerifyOutcome, FacilitatorError>> = Routed {
+        let mut last: Routed<Result<T, FacilitatorError>> = Routed {
             by: None,
             result: Err(Self::nobody(requirement)),
         };
@@ -289,26 +296,44 @@ impl Facilitators {
             let m = &self.members[i];
             self.start_call(i);
             let started = Instant::now();
-            let result = m.client.verify(payload, requirement).await;
-            self.record(i, "verify", started.elapsed(), result.as_ref().err());
-            debug!(facilitator = %m.name, ok = result.is_ok(), "verify routed");
-            let failed = result.is_err();
+            let result = call(&m.client).await;
+            self.record(i, endpoint, started.elapsed(), result.as_ref().err());
+            let next = order.get(n + 1).map(|&j| &self.members[j]);
+            let moving_on = go_on(m, &result, next);
             last = Routed {
                 by: Some(m.name.clone()),
                 result,
             };
-            if !failed {
+            if !moving_on {
                 break;
             }
-            if let (Some(&next), Err(e)) = (order.get(n + 1), &last.result) {
-                warn!(facilitator = %m.name, next = %self.members[next].name, endpoint = "verify", error = %e, code = e.code(), "facilitator failed; verifying with the next one");
+            if next.is_some() {
                 self.emit(Event::Failover {
-                    endpoint: "verify",
+                    endpoint,
                     from: &m.name,
                 });
             }
         }
         last
+    }
+
+    /// Verifies with the best facilitator, and with the next ones while a facilitator gives no
+    /// verdict (a verify moves no money). A verdict, valid or not, is final.
+    pub async fn verify(
+        &self,
+        payload: &Value,
+        requirement: &Requirement,
+    ) -> Routed<Result<VerifyOutcome, FacilitatorError>> {
+        let call = |c| FacilitatorClient::verify(c, payload, requirement);
+        self.in_order(requirement, "verify", call, |m, result, next| {
+            debug!(facilitator = %m.name, ok = result.is_ok(), "verify routed");
+            let Err(e) = result else { return false };
+            if let Some(next) = next {
+                warn!(facilitator = %m.name, next = %next.name, endpoint = "verify", error = %e, code = e.code(), "facilitator failed; verifying with the next one");
+            }
+            true
+        })
+        .await
     }
 
     /// Settles with the best facilitator. Another one is asked only when this one provably

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use url::Url;
 
-use super::networks;
+use super::known_networks;
 use super::offer::check_entry;
 use crate::net::Guard;
 use crate::x402::codec::{decode_lenient_uncapped, CodecError};
@@ -191,14 +191,9 @@ impl Out {
         message: impl Into<String>,
         fix: impl Into<String>,
     ) {
-        self.checks.push(Check {
-            id,
-            level,
-            message: message.into(),
-            fix: fix.into(),
-            entry: None,
-        });
+        self.push(id, level, message.into(), fix.into(), None);
     }
+    /// A finding about `accepts[i]`: its message says which offer.
     pub(super) fn entry(
         &mut self,
         i: usize,
@@ -207,12 +202,23 @@ impl Out {
         message: impl Into<String>,
         fix: impl Into<String>,
     ) {
+        let message = format!("accepts[{i}]: {}", message.into());
+        self.push(id, level, message, fix.into(), Some(i));
+    }
+    fn push(
+        &mut self,
+        id: &'static str,
+        level: Level,
+        message: String,
+        fix: String,
+        entry: Option<usize>,
+    ) {
         self.checks.push(Check {
             id,
             level,
-            message: format!("accepts[{i}]: {}", message.into()),
-            fix: fix.into(),
-            entry: Some(i),
+            message,
+            fix,
+            entry,
         });
     }
     fn pass(&mut self, id: &'static str, message: impl Into<String>) {
@@ -328,122 +334,10 @@ pub fn analyse_with(p: &ProbeView<'_>, guard: &Guard, limits: &Limits) -> Analys
     }
     v2_in_header(source, &header_obj, header_version, &mut out);
 
-    let mut discovery = DiscoveryHints::default();
-    let mut accepts_out = Vec::new();
-    let mut pay_tos: Vec<(String, String)> = Vec::new();
-    let mut networks_seen: Vec<String> = Vec::new();
-    let mut resource = Value::Null;
-    let mut valid = false;
-    let error_text = obj
-        .as_ref()
-        .and_then(|o| str_of(o, "error"))
-        .map(str::to_string);
-
-    if let Some(o) = &obj {
-        let v2 = version == Some(2);
-        let accepts = o
-            .get("accepts")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if accepts.is_empty() {
-            out.add(
-                "accepts_nonempty",
-                Level::Fail,
-                "`accepts` is missing or empty: there is nothing to pay",
-                "list at least one payment option (scheme exact, network, amount, asset, payTo)",
-            );
-        } else {
-            out.pass(
-                "accepts_nonempty",
-                format!("{} payment option(s) offered", accepts.len()),
-            );
-        }
-        if accepts.len() > limits.max_offers {
-            out.add(
-                "accepts_bounded",
-                Level::Warn,
-                format!(
-                    "the 402 lists {} offers; the first {} were audited",
-                    accepts.len(),
-                    limits.max_offers
-                ),
-                "offer a few payment options (one per network and asset): clients and facilitators read every entry",
-            );
-        }
-
-        // resource info: v2 top level, v1 per entry (first entry speaks for all)
-        let (res_url, description, mime) = if v2 {
-            let r = o.get("resource").cloned().unwrap_or(Value::Null);
-            resource = r.clone();
-            (
-                str_of(&r, "url").map(str::to_string),
-                str_of(&r, "description").map(str::to_string),
-                str_of(&r, "mimeType").map(str::to_string),
-            )
-        } else {
-            let first = accepts.first().cloned().unwrap_or(Value::Null);
-            let res = str_of(&first, "resource").map(str::to_string);
-            let d = str_of(&first, "description").map(str::to_string);
-            let m = str_of(&first, "mimeType").map(str::to_string);
-            resource = json!({"url": res, "description": d, "mimeType": m});
-            (res, d, m)
-        };
-        check_resource(&mut out, p, guard, res_url.as_deref(), v2);
-        description_length(description.as_deref(), &mut out);
-        mime_type(mime.as_deref(), &mut out);
-        if v2 {
-            check_service_metadata(&mut out, &resource);
-        }
-
-        for (i, e) in accepts.iter().take(limits.max_offers).enumerate() {
-            let (entry_json, ok) = check_entry(&mut out, i, e, v2);
-            valid |= ok;
-            if let (Some(n), Some(pt)) = (str_of(e, "network"), str_of(e, "payTo")) {
-                let pair = (n.to_string(), pt.to_string());
-                if !pay_tos.contains(&pair) {
-                    pay_tos.push(pair);
-                }
-                if !networks_seen.iter().any(|x| x == n) {
-                    networks_seen.push(n.to_string());
-                }
-            }
-            if !v2 {
-                if let Some(os) = e.get("outputSchema").filter(|v| v.is_object()) {
-                    discovery.v1_output_schema = true;
-                    if os.pointer("/input/discoverable") == Some(&Value::Bool(true)) {
-                        discovery.v1_discoverable = true;
-                    }
-                    if discovery.method.is_none() {
-                        discovery.method = os
-                            .pointer("/input/method")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
-                        discovery.input_type = os
-                            .pointer("/input/type")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
-                    }
-                }
-            }
-            accepts_out.push(entry_json);
-        }
-
-        testnet(p.url.host_str().unwrap_or(""), &networks_seen, &mut out);
-
-        if v2 {
-            check_bazaar(&mut out, o, p.method, &mut discovery);
-        } else if discovery.v1_discoverable {
-            out.add("bazaar_present", Level::Warn, "v1 outputSchema with discoverable: true — the CDP Bazaar now catalogues v2 payments with extensions.bazaar", "upgrade to v2 and declare the bazaar extension (declareDiscoveryExtension)");
-        } else {
-            out.add(
-                "bazaar_present",
-                Level::Warn,
-                "no discovery metadata (v1, no outputSchema.input.discoverable)",
-                "upgrade to v2 and declare the bazaar extension",
-            );
-        }
-    }
+    let audited = match &obj {
+        Some(o) => audit_challenge(o, version == Some(2), p, guard, limits, &mut out),
+        None => Audited::default(),
+    };
 
     if p.status == 402 {
         cache_control(p.headers, &mut out);
@@ -453,7 +347,7 @@ pub fn analyse_with(p: &ProbeView<'_>, guard: &Guard, limits: &Limits) -> Analys
     }
 
     bound_findings(&mut out.checks, limits.max_findings);
-    let valid_challenge = valid
+    let valid_challenge = audited.valid
         && matches!(
             source,
             ChallengeSource::V2Header | ChallengeSource::Dual | ChallengeSource::V1Body
@@ -464,13 +358,196 @@ pub fn analyse_with(p: &ProbeView<'_>, guard: &Guard, limits: &Limits) -> Analys
         valid_challenge,
         x402_version: version,
         challenge_source: source,
-        error_text,
-        resource,
-        accepts: accepts_out,
-        discovery,
+        error_text: obj
+            .as_ref()
+            .and_then(|o| str_of(o, "error"))
+            .map(str::to_string),
+        resource: audited.resource,
+        accepts: audited.offers,
+        discovery: audited.discovery,
         checks: out.checks,
-        pay_tos,
-        networks: networks_seen,
+        pay_tos: audited.pay_tos,
+        networks: audited.networks,
+    }
+}
+
+/// What auditing a challenge object gave besides its findings (all empty without one).
+#[derive(Default)]
+struct Audited {
+    /// The resource info as the seller wrote it (v1: gathered from the first offer).
+    resource: Value,
+    /// Each audited offer's report.
+    offers: Vec<Value>,
+    /// Some offer is payable as written.
+    valid: bool,
+    /// (network id, payTo) of every audited offer, in order, without duplicates.
+    pay_tos: Vec<(String, String)>,
+    /// Networks offered, as written, first seen first.
+    networks: Vec<String>,
+    discovery: DiscoveryHints,
+}
+
+impl Audited {
+    /// Notes an offer's network and payTo.
+    fn note_offer(&mut self, e: &Value) {
+        let (Some(n), Some(pt)) = (str_of(e, "network"), str_of(e, "payTo")) else {
+            return;
+        };
+        let pair = (n.to_string(), pt.to_string());
+        if !self.pay_tos.contains(&pair) {
+            self.pay_tos.push(pair);
+        }
+        if !self.networks.iter().any(|x| x == n) {
+            self.networks.push(n.to_string());
+        }
+    }
+}
+
+/// Audits a decoded challenge object: its list of offers, its resource info, each offer (the
+/// first `max_offers`), the networks offered and the discovery metadata.
+fn audit_challenge(
+    o: &Value,
+    v2: bool,
+    p: &ProbeView<'_>,
+    guard: &Guard,
+    limits: &Limits,
+    out: &mut Out,
+) -> Audited {
+    let accepts = o
+        .get("accepts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    accepts_count(accepts.len(), limits.max_offers, out);
+
+    let info = ResourceFields::of(o, &accepts, v2);
+    check_resource(out, p, guard, info.url.as_deref(), v2);
+    description_length(info.description.as_deref(), out);
+    mime_type(info.mime.as_deref(), out);
+    if v2 {
+        check_service_metadata(out, &info.resource);
+    }
+
+    let mut a = Audited {
+        resource: info.resource,
+        ..Audited::default()
+    };
+    for (i, e) in accepts.iter().take(limits.max_offers).enumerate() {
+        let (entry_json, ok) = check_entry(out, i, e, v2);
+        a.valid |= ok;
+        a.note_offer(e);
+        if !v2 {
+            v1_output_schema(e, &mut a.discovery);
+        }
+        a.offers.push(entry_json);
+    }
+
+    testnet(p.url.host_str().unwrap_or(""), &a.networks, out);
+    discovery_metadata(o, v2, p.method, &mut a.discovery, out);
+    a
+}
+
+/// `accepts_nonempty`, and `accepts_bounded` when more offers are listed than audited.
+fn accepts_count(n: usize, max_offers: usize, out: &mut Out) {
+    if n == 0 {
+        out.add(
+            "accepts_nonempty",
+            Level::Fail,
+            "`accepts` is missing or empty: there is nothing to pay",
+            "list at least one payment option (scheme exact, network, amount, asset, payTo)",
+        );
+    } else {
+        out.pass("accepts_nonempty", format!("{n} payment option(s) offered"));
+    }
+    if n > max_offers {
+        out.add(
+            "accepts_bounded",
+            Level::Warn,
+            format!("the 402 lists {n} offers; the first {max_offers} were audited"),
+            "offer a few payment options (one per network and asset): clients and facilitators read every entry",
+        );
+    }
+}
+
+/// The resource info of a challenge: v2 has it at the top level, v1 in each offer (the first
+/// one speaks for all).
+struct ResourceFields {
+    /// As the report echoes it.
+    resource: Value,
+    url: Option<String>,
+    description: Option<String>,
+    mime: Option<String>,
+}
+
+impl ResourceFields {
+    fn of(o: &Value, accepts: &[Value], v2: bool) -> ResourceFields {
+        let field = |v: &Value, k: &str| str_of(v, k).map(str::to_string);
+        if v2 {
+            let resource = o.get("resource").cloned().unwrap_or(Value::Null);
+            return ResourceFields {
+                url: field(&resource, "url"),
+                description: field(&resource, "description"),
+                mime: field(&resource, "mimeType"),
+                resource,
+            };
+        }
+        let first = accepts.first().cloned().unwrap_or(Value::Null);
+        let (url, description, mime) = (
+            field(&first, "resource"),
+            field(&first, "description"),
+            field(&first, "mimeType"),
+        );
+        ResourceFields {
+            resource: json!({"url": url, "description": description, "mimeType": mime}),
+            url,
+            description,
+            mime,
+        }
+    }
+}
+
+/// v1 discovery hints of one offer: its `outputSchema`, when it has one (the first offer
+/// with an input method names the method and input type).
+fn v1_output_schema(e: &Value, d: &mut DiscoveryHints) {
+    let Some(os) = e.get("outputSchema").filter(|v| v.is_object()) else {
+        return;
+    };
+    d.v1_output_schema = true;
+    if os.pointer("/input/discoverable") == Some(&Value::Bool(true)) {
+        d.v1_discoverable = true;
+    }
+    if d.method.is_none() {
+        d.method = os
+            .pointer("/input/method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        d.input_type = os
+            .pointer("/input/type")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+}
+
+/// `bazaar_present` and, for v2, the bazaar extension's checks: v1 discovery metadata is no
+/// longer catalogued.
+fn discovery_metadata(
+    o: &Value,
+    v2: bool,
+    probe_method: &str,
+    d: &mut DiscoveryHints,
+    out: &mut Out,
+) {
+    if v2 {
+        check_bazaar(out, o, probe_method, d);
+    } else if d.v1_discoverable {
+        out.add("bazaar_present", Level::Warn, "v1 outputSchema with discoverable: true — the CDP Bazaar now catalogues v2 payments with extensions.bazaar", "upgrade to v2 and declare the bazaar extension (declareDiscoveryExtension)");
+    } else {
+        out.add(
+            "bazaar_present",
+            Level::Warn,
+            "no discovery metadata (v1, no outputSchema.input.discoverable)",
+            "upgrade to v2 and declare the bazaar extension",
+        );
     }
 }
 
@@ -503,7 +580,7 @@ fn mime_type(mime: Option<&str>, out: &mut Out) {
 fn testnet(host: &str, networks_seen: &[String], out: &mut Out) {
     let testnets: Vec<&String> = networks_seen
         .iter()
-        .filter(|n| networks::is_testnet(n))
+        .filter(|n| known_networks::is_testnet(n))
         .collect();
     if !testnets.is_empty() {
         if production_looking(host) {
@@ -557,70 +634,12 @@ fn locate_challenge(p: &ProbeView<'_>, out: &mut Out) -> Located {
     let body_json: Option<Value> = serde_json::from_slice::<Value>(p.body)
         .ok()
         .filter(|v| v.is_object());
-    let body_version = body_json.as_ref().and_then(version_of);
-
-    let mut header_obj: Option<Value> = None;
-    if let Some(h) = &header {
-        match decode_header(h) {
-            Ok((v, lenient)) => {
-                if lenient {
-                    out.add(
-                        "challenge_decodable",
-                        Level::Warn,
-                        "PAYMENT-REQUIRED decodes only with a URL-safe or unpadded base64 alphabet",
-                        "encode the header with standard base64 (RFC 4648 §4, with padding)",
-                    );
-                } else {
-                    out.pass(
-                        "challenge_decodable",
-                        "PAYMENT-REQUIRED is standard base64 of a JSON object",
-                    );
-                }
-                header_obj = Some(v);
-            }
-            Err(e) => out.add(
-                "challenge_decodable",
-                Level::Fail,
-                format!("PAYMENT-REQUIRED could not be decoded: {e}"),
-                "set PAYMENT-REQUIRED to standard base64 of the PaymentRequired JSON",
-            ),
-        }
-    }
+    let header_obj = header
+        .as_deref()
+        .and_then(|h| decode_payment_required(h, out));
     let header_version = header_obj.as_ref().and_then(version_of);
-
-    let (source, obj): (ChallengeSource, Option<Value>) = match (header_version, body_version) {
-        (Some(2), Some(1)) => (ChallengeSource::Dual, header_obj.clone()),
-        (Some(2), _) => (ChallengeSource::V2Header, header_obj.clone()),
-        (Some(_), _) => (ChallengeSource::OtherHeader, header_obj.clone()),
-        (None, _) if header_obj.is_some() => (ChallengeSource::OtherHeader, header_obj.clone()),
-        (None, Some(2)) => (ChallengeSource::V2BodyOnly, body_json.clone()),
-        (None, Some(1)) => (ChallengeSource::V1Body, body_json.clone()),
-        (None, Some(_)) => (ChallengeSource::OtherHeader, body_json.clone()),
-        (None, None) => (ChallengeSource::None, None),
-    };
-
-    match source {
-        ChallengeSource::None => {
-            if header.is_none() {
-                let extra = if p.truncated {
-                    " (the body was cut at the size cap)"
-                } else {
-                    ""
-                };
-                out.add("challenge_present", Level::Fail, format!("no PAYMENT-REQUIRED header and no x402 JSON in the body{extra}"), "send the challenge in the PAYMENT-REQUIRED header (base64 JSON, x402Version 2)");
-            }
-        }
-        _ => out.pass(
-            "challenge_present",
-            match source {
-                ChallengeSource::V2Header => "challenge found in the PAYMENT-REQUIRED header",
-                ChallengeSource::Dual => "v2 challenge in the header and a v1 copy in the body",
-                ChallengeSource::V1Body => "v1 challenge found in the body",
-                ChallengeSource::V2BodyOnly => "a v2 challenge found in the body only",
-                _ => "a challenge-like object was found",
-            },
-        ),
-    }
+    let (source, obj) = choose_challenge(&header_obj, &body_json);
+    challenge_present(source, header.is_some(), p.truncated, out);
     if header.is_none()
         && body_json.is_none()
         && !p.body.is_empty()
@@ -640,6 +659,84 @@ fn locate_challenge(p: &ProbeView<'_>, out: &mut Out) -> Located {
         header_version,
         source,
         obj,
+    }
+}
+
+/// Decodes the PAYMENT-REQUIRED value, with its `challenge_decodable` finding.
+fn decode_payment_required(h: &str, out: &mut Out) -> Option<Value> {
+    match decode_header(h) {
+        Ok((v, lenient)) => {
+            if lenient {
+                out.add(
+                    "challenge_decodable",
+                    Level::Warn,
+                    "PAYMENT-REQUIRED decodes only with a URL-safe or unpadded base64 alphabet",
+                    "encode the header with standard base64 (RFC 4648 §4, with padding)",
+                );
+            } else {
+                out.pass(
+                    "challenge_decodable",
+                    "PAYMENT-REQUIRED is standard base64 of a JSON object",
+                );
+            }
+            Some(v)
+        }
+        Err(e) => {
+            out.add(
+                "challenge_decodable",
+                Level::Fail,
+                format!("PAYMENT-REQUIRED could not be decoded: {e}"),
+                "set PAYMENT-REQUIRED to standard base64 of the PaymentRequired JSON",
+            );
+            None
+        }
+    }
+}
+
+/// Which object is the challenge, and where it was: the header's whenever there is one, else
+/// the body's.
+fn choose_challenge(
+    header_obj: &Option<Value>,
+    body_json: &Option<Value>,
+) -> (ChallengeSource, Option<Value>) {
+    let header_version = header_obj.as_ref().and_then(version_of);
+    let body_version = body_json.as_ref().and_then(version_of);
+    match (header_version, body_version) {
+        (Some(2), Some(1)) => (ChallengeSource::Dual, header_obj.clone()),
+        (Some(2), _) => (ChallengeSource::V2Header, header_obj.clone()),
+        (Some(_), _) => (ChallengeSource::OtherHeader, header_obj.clone()),
+        (None, _) if header_obj.is_some() => (ChallengeSource::OtherHeader, header_obj.clone()),
+        (None, Some(2)) => (ChallengeSource::V2BodyOnly, body_json.clone()),
+        (None, Some(1)) => (ChallengeSource::V1Body, body_json.clone()),
+        (None, Some(_)) => (ChallengeSource::OtherHeader, body_json.clone()),
+        (None, None) => (ChallengeSource::None, None),
+    }
+}
+
+/// `challenge_present`: where the challenge was found; a failure when there is none at all
+/// (a header that did not decode has its own `challenge_decodable` failure).
+fn challenge_present(source: ChallengeSource, has_header: bool, truncated: bool, out: &mut Out) {
+    match source {
+        ChallengeSource::None => {
+            if !has_header {
+                let extra = if truncated {
+                    " (the body was cut at the size cap)"
+                } else {
+                    ""
+                };
+                out.add("challenge_present", Level::Fail, format!("no PAYMENT-REQUIRED header and no x402 JSON in the body{extra}"), "send the challenge in the PAYMENT-REQUIRED header (base64 JSON, x402Version 2)");
+            }
+        }
+        _ => out.pass(
+            "challenge_present",
+            match source {
+                ChallengeSource::V2Header => "challenge found in the PAYMENT-REQUIRED header",
+                ChallengeSource::Dual => "v2 challenge in the header and a v1 copy in the body",
+                ChallengeSource::V1Body => "v1 challenge found in the body",
+                ChallengeSource::V2BodyOnly => "a v2 challenge found in the body only",
+                _ => "a challenge-like object was found",
+            },
+        ),
     }
 }
 
@@ -719,6 +816,8 @@ fn join(v: &[&String]) -> String {
     v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
 }
 
+/// `resource_url`, `https` and `resource_url_public`: the resource URL the seller declares
+/// (v2 `resource.url`, v1 `accepts[].resource`) is a public https URL naming the probed route.
 fn check_resource(
     out: &mut Out,
     p: &ProbeView<'_>,
@@ -732,23 +831,7 @@ fn check_resource(
         "accepts[].resource"
     };
     let Some(raw) = res_url.filter(|s| !s.is_empty()) else {
-        out.add(
-            "resource_url",
-            Level::Fail,
-            format!("{field} is missing"),
-            format!("set {field} to the absolute https URL of this route"),
-        );
-        // https judged on the probed URL when there is no canonical one
-        if p.url.scheme() == "https" {
-            out.pass("https", "the endpoint was probed over https");
-        } else {
-            out.add(
-                "https",
-                Level::Fail,
-                "the endpoint is plain http and declares no canonical URL",
-                "serve the paid route over https (CDP's validator and the Bazaar require it)",
-            );
-        }
+        missing_resource_url(field, p, out);
         return;
     };
     let Ok(u) = Url::parse(raw) else {
@@ -766,8 +849,44 @@ fn check_resource(
         );
         return;
     };
-    // https is judged on the canonical URL buyers and the Bazaar will use, not on how this
-    // probe reached the server (an operator may probe its own origin over plain http).
+    resource_https(field, &u, p, out);
+    if guard.parse_target(u.as_str()).is_err() {
+        out.add(
+            "resource_url_public",
+            Level::Fail,
+            format!(
+                "{field} host `{}` is local or private: buyers and the Bazaar cannot reach it",
+                u.host_str().unwrap_or("")
+            ),
+            "build resource.url from your public origin, not from the internal listen address",
+        );
+    }
+    names_probed_route(field, &u, p, out);
+}
+
+/// No resource URL: `resource_url` fails and `https` is judged on the probed URL instead.
+fn missing_resource_url(field: &str, p: &ProbeView<'_>, out: &mut Out) {
+    out.add(
+        "resource_url",
+        Level::Fail,
+        format!("{field} is missing"),
+        format!("set {field} to the absolute https URL of this route"),
+    );
+    if p.url.scheme() == "https" {
+        out.pass("https", "the endpoint was probed over https");
+    } else {
+        out.add(
+            "https",
+            Level::Fail,
+            "the endpoint is plain http and declares no canonical URL",
+            "serve the paid route over https (CDP's validator and the Bazaar require it)",
+        );
+    }
+}
+
+/// `https` is judged on the canonical URL buyers and the Bazaar will use, not on how this
+/// probe reached the server (an operator may probe its own origin over plain http).
+fn resource_https(field: &str, u: &Url, p: &ProbeView<'_>, out: &mut Out) {
     if u.scheme() == "https" {
         if p.url.scheme() == "https" {
             out.pass("https", format!("{field} and the probed URL are https"));
@@ -780,17 +899,10 @@ fn check_resource(
     } else {
         out.add("https", Level::Fail, format!("{field} is {}://…: often built from the internal scheme behind a TLS-terminating proxy", u.scheme()), "build resource.url from your public https origin (trust X-Forwarded-Proto or configure it)");
     }
-    if guard.parse_target(u.as_str()).is_err() {
-        out.add(
-            "resource_url_public",
-            Level::Fail,
-            format!(
-                "{field} host `{}` is local or private: buyers and the Bazaar cannot reach it",
-                u.host_str().unwrap_or("")
-            ),
-            "build resource.url from your public origin, not from the internal listen address",
-        );
-    }
+}
+
+/// `resource_url`: the declared URL has the path of the probed (or final) URL, on its host.
+fn names_probed_route(field: &str, u: &Url, p: &ProbeView<'_>, out: &mut Out) {
     let same_path = |a: &Url| a.path().trim_end_matches('/') == u.path().trim_end_matches('/');
     let same_host = |a: &Url| {
         a.host_str()
@@ -908,6 +1020,27 @@ fn collect_errors(e: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
     }
 }
 
+/// The v2 bazaar extension as its checks read it.
+struct Extension<'a> {
+    info: Value,
+    schema: Value,
+    /// The method of the request that got the challenge.
+    probe_method: &'a str,
+}
+
+/// One check of the bazaar extension: its findings go to `out`; it may fill in `d`.
+type BazaarCheck = fn(&Extension<'_>, &mut DiscoveryHints, &mut Out);
+
+/// The checks of a declared bazaar extension, in the order the report lists them.
+const BAZAAR_CHECKS: &[BazaarCheck] = &[
+    bazaar_info,
+    bazaar_schema,
+    bazaar_method,
+    bazaar_output,
+    bazaar_route_template,
+];
+
+/// `bazaar_present`, the discovery hints the extension declares, then [`BAZAAR_CHECKS`].
 fn check_bazaar(out: &mut Out, o: &Value, probe_method: &str, d: &mut DiscoveryHints) {
     let Some(b) = o.pointer("/extensions/bazaar").filter(|v| !v.is_null()) else {
         out.add("bazaar_present", Level::Warn, "no extensions.bazaar: the CDP Bazaar will not catalogue this route even after paid calls", "declare the bazaar discovery extension (declareDiscoveryExtension in @x402/extensions) with the route's input and output");
@@ -915,99 +1048,73 @@ fn check_bazaar(out: &mut Out, o: &Value, probe_method: &str, d: &mut DiscoveryH
     };
     d.bazaar = true;
     out.pass("bazaar_present", "extensions.bazaar is declared");
-    let info = b.get("info").cloned().unwrap_or(Value::Null);
-    let schema = b.get("schema").cloned().unwrap_or(Value::Null);
-    d.input_type = info
-        .pointer("/input/type")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    d.method = info
-        .pointer("/input/method")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    d.method_enum = schema_methods(&schema);
-    d.route_template = b
-        .get("routeTemplate")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if !info.is_object() || info.get("input").is_none() {
+    let ext = Extension {
+        info: b.get("info").cloned().unwrap_or(Value::Null),
+        schema: b.get("schema").cloned().unwrap_or(Value::Null),
+        probe_method,
+    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    d.input_type = text(ext.info.pointer("/input/type"));
+    d.method = text(ext.info.pointer("/input/method"));
+    d.method_enum = schema_methods(&ext.schema);
+    d.route_template = text(b.get("routeTemplate"));
+    for check in BAZAAR_CHECKS {
+        check(&ext, d, out);
+    }
+}
+
+/// `bazaar_info`: info.input says how to call the route.
+fn bazaar_info(ext: &Extension<'_>, _: &mut DiscoveryHints, out: &mut Out) {
+    if !ext.info.is_object() || ext.info.get("input").is_none() {
         out.add("bazaar_info", Level::Fail, "extensions.bazaar has no info.input", "info.input describes how to call the route: {type: \"http\", method, queryParams | bodyType + body}");
     }
-    if !schema.is_object() {
+}
+
+/// `bazaar_schema`: facilitators validate info against the schema before cataloguing;
+/// `bazaar_schema_strict`: a schema that does not require `input` validates nearly anything.
+fn bazaar_schema(ext: &Extension<'_>, d: &mut DiscoveryHints, out: &mut Out) {
+    if !ext.schema.is_object() {
         d.schema_valid = Some(false);
         out.add("bazaar_schema", Level::Fail, "extensions.bazaar has no schema object: facilitators validate info against it before cataloguing", "include the JSON Schema that validates info (declareDiscoveryExtension generates it)");
-    } else {
-        match validate_schema(&schema, &info) {
-            Ok(()) => {
-                d.schema_valid = Some(true);
-                out.pass(
-                    "bazaar_schema",
-                    "info validates against the extension's own schema",
-                );
-            }
-            Err(errs) => {
-                d.schema_valid = Some(false);
-                d.schema_errors = errs.clone();
-                out.add("bazaar_schema", Level::Fail, format!("info does not validate against its own schema: {}", errs.join("; ")), "make info and schema agree (generate both from one declaration); facilitators drop listings whose info fails the schema");
-            }
-        }
-        let requires_input = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|x| x == "input"));
-        if !requires_input {
-            out.add(
-                "bazaar_schema_strict",
-                Level::Warn,
-                "the schema does not require `input`",
-                "add \"required\": [\"input\"] and pin input.type and input.method",
+        return;
+    }
+    match validate_schema(&ext.schema, &ext.info) {
+        Ok(()) => {
+            d.schema_valid = Some(true);
+            out.pass(
+                "bazaar_schema",
+                "info validates against the extension's own schema",
             );
         }
-    }
-    match d.input_type.as_deref() {
-        Some("http") => {
-            let m = d.method.clone().unwrap_or_default().to_ascii_uppercase();
-            if m.is_empty() {
-                out.add(
-                    "bazaar_method",
-                    Level::Fail,
-                    "info.input.method is missing",
-                    format!("set info.input.method to {probe_method}"),
-                );
-            } else if m != probe_method.to_ascii_uppercase() {
-                out.add("bazaar_method", Level::Fail, format!("info.input.method is {m} but this {probe_method} request got the challenge"), format!("declare the extension per method: {probe_method} requests should carry method {probe_method}"));
-            } else if !d.method_enum.is_empty() && !d.method_enum.contains(&m) {
-                out.add(
-                    "bazaar_method",
-                    Level::Fail,
-                    format!(
-                        "the schema allows method {} but info says {m}",
-                        d.method_enum.join("/")
-                    ),
-                    "restrict the schema's input.method to the real method",
-                );
-            } else {
-                out.pass(
-                    "bazaar_method",
-                    format!("info.input.method {m} matches the probe"),
-                );
-            }
-            let body_method = matches!(m.as_str(), "POST" | "PUT" | "PATCH");
-            if body_method && info.pointer("/input/bodyType").is_none() {
-                out.add(
-                    "bazaar_input",
-                    Level::Fail,
-                    format!("{m} input without bodyType"),
-                    "set info.input.bodyType (json, form-data or text) and info.input.body",
-                );
-            }
+        Err(errs) => {
+            d.schema_valid = Some(false);
+            d.schema_errors = errs.clone();
+            out.add("bazaar_schema", Level::Fail, format!("info does not validate against its own schema: {}", errs.join("; ")), "make info and schema agree (generate both from one declaration); facilitators drop listings whose info fails the schema");
         }
+    }
+    let requires_input = ext
+        .schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x == "input"));
+    if !requires_input {
+        out.add(
+            "bazaar_schema_strict",
+            Level::Warn,
+            "the schema does not require `input`",
+            "add \"required\": [\"input\"] and pin input.type and input.method",
+        );
+    }
+}
+
+/// `bazaar_method`: the declared input matches the route (http: the probe's method; mcp: a
+/// tool name).
+fn bazaar_method(ext: &Extension<'_>, d: &mut DiscoveryHints, out: &mut Out) {
+    match d.input_type.as_deref() {
+        Some("http") => http_method(ext, d, out),
         Some("mcp") => {
-            if info
-                .pointer("/input/toolName")
-                .or(info.pointer("/input/tool"))
-                .is_some()
-            {
+            let tool = ext.info.pointer("/input/toolName");
+            if tool.or(ext.info.pointer("/input/tool")).is_some() {
                 out.pass("bazaar_method", "MCP tool declaration");
             } else {
                 out.add(
@@ -1031,25 +1138,73 @@ fn check_bazaar(out: &mut Out, o: &Value, probe_method: &str, d: &mut DiscoveryH
             "set info.input.type to \"http\"",
         ),
     }
-    if info.pointer("/output").is_some() {
+}
+
+/// `bazaar_method` of an http input: info, schema and probe agree on the method; and
+/// `bazaar_input`: a method with a body declares its bodyType.
+fn http_method(ext: &Extension<'_>, d: &DiscoveryHints, out: &mut Out) {
+    let probe_method = ext.probe_method;
+    let m = d.method.clone().unwrap_or_default().to_ascii_uppercase();
+    if m.is_empty() {
+        out.add(
+            "bazaar_method",
+            Level::Fail,
+            "info.input.method is missing",
+            format!("set info.input.method to {probe_method}"),
+        );
+    } else if m != probe_method.to_ascii_uppercase() {
+        out.add("bazaar_method", Level::Fail, format!("info.input.method is {m} but this {probe_method} request got the challenge"), format!("declare the extension per method: {probe_method} requests should carry method {probe_method}"));
+    } else if !d.method_enum.is_empty() && !d.method_enum.contains(&m) {
+        out.add(
+            "bazaar_method",
+            Level::Fail,
+            format!(
+                "the schema allows method {} but info says {m}",
+                d.method_enum.join("/")
+            ),
+            "restrict the schema's input.method to the real method",
+        );
+    } else {
+        out.pass(
+            "bazaar_method",
+            format!("info.input.method {m} matches the probe"),
+        );
+    }
+    let body_method = matches!(m.as_str(), "POST" | "PUT" | "PATCH");
+    if body_method && ext.info.pointer("/input/bodyType").is_none() {
+        out.add(
+            "bazaar_input",
+            Level::Fail,
+            format!("{m} input without bodyType"),
+            "set info.input.bodyType (json, form-data or text) and info.input.body",
+        );
+    }
+}
+
+/// `bazaar_output`: buyers see what they will get.
+fn bazaar_output(ext: &Extension<'_>, _: &mut DiscoveryHints, out: &mut Out) {
+    if ext.info.pointer("/output").is_some() {
         out.pass("bazaar_output", "info.output describes the answer");
     } else {
         out.add("bazaar_output", Level::Warn, "no info.output: buyers cannot see what they will get (CDP's validator calls this advisory)", "add info.output with type and an example");
     }
-    if let Some(t) = &d.route_template {
-        let ok = t.starts_with('/')
-            && !t.contains("..")
-            && !t.contains("://")
-            && t.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_/:.-~%".contains(c));
-        if !ok {
-            out.add(
-                "bazaar_route_template",
-                Level::Fail,
-                format!("routeTemplate `{t}` is not a valid path template"),
-                "start with /, use :name segments, no .. or ://",
-            );
-        }
+}
+
+/// `bazaar_route_template`: a path template, nothing that could point elsewhere.
+fn bazaar_route_template(_: &Extension<'_>, d: &mut DiscoveryHints, out: &mut Out) {
+    let Some(t) = &d.route_template else { return };
+    let ok = t.starts_with('/')
+        && !t.contains("..")
+        && !t.contains("://")
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_/:.-~%".contains(c));
+    if !ok {
+        out.add(
+            "bazaar_route_template",
+            Level::Fail,
+            format!("routeTemplate `{t}` is not a valid path template"),
+            "start with /, use :name segments, no .. or ://",
+        );
     }
 }
 
