@@ -355,6 +355,16 @@ enum Mode {
     Bare,
 }
 
+/// What the first pass of `clean` does with an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    Keep,
+    /// Removes the element.
+    Element,
+    /// Removes the element and its following siblings: the article ends there.
+    Rest,
+}
+
 impl<'a> Pass<'a> {
     fn new(dom: &'a Dom, mode: Mode, title: Option<&str>) -> Pass<'a> {
         let strict = mode == Mode::Strict;
@@ -846,156 +856,190 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Readability's `_prepArticle`, over the chosen roots.
+    /// Readability's `_prepArticle`, over the chosen roots: furniture and the article's end
+    /// first, in document order, then conditional cleaning, innermost first. Both passes weigh
+    /// paragraph text against the root's as it was before either ran.
     fn clean(&mut self, roots: &[Ix]) {
+        for &root in roots {
+            let root_ptext = self.stat[root].ptext;
+            self.drop_furniture(root, root_ptext);
+            self.clean_conditionally(root, root_ptext);
+        }
+    }
+
+    /// The first pass of `clean`: each element under `root` judged by `furniture_cut`, in
+    /// document order (each removal changes the statistics the later elements are judged on).
+    fn drop_furniture(&mut self, root: Ix, root_ptext: u32) {
+        let dom = self.dom;
+        let end = dom.nodes[root].end;
+        for ix in root + 1..end {
+            if dom.elem(ix).is_none() {
+                continue;
+            }
+            if self.gone[ix] {
+                if self.dropped_heading_ends_article(root, ix) {
+                    self.remove_from(ix);
+                }
+                continue;
+            }
+            match self.furniture_cut(ix, root_ptext) {
+                Cut::Keep => {}
+                Cut::Element => self.remove(ix),
+                Cut::Rest => self.remove_from(ix),
+            }
+        }
+    }
+
+    /// A heading the strict pass dropped ("related-title") still ends the article, unless it
+    /// went with a removed container under `root`.
+    fn dropped_heading_ends_article(&self, root: Ix, ix: Ix) -> bool {
+        let dom = self.dom;
+        matches!(dom.tag(ix), "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+            && !off("endmarker")
+            && !dom
+                .ancestors(ix)
+                .take_while(|&a| a != root)
+                .any(|a| self.gone[a])
+            && regexes()
+                .end_marker
+                .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+    }
+
+    /// What the first pass of `clean` does with element `ix`, still in play: the first rule
+    /// that matches decides.
+    fn furniture_cut(&self, ix: Ix, root_ptext: u32) -> Cut {
         let dom = self.dom;
         let r = regexes();
-        for &root in roots {
-            let end = dom.nodes[root].end;
-            let root_ptext = self.stat[root].ptext;
-            // Share widgets and negative headers.
-            for ix in root + 1..end {
-                if dom.elem(ix).is_none() {
-                    continue;
-                }
-                let tag = dom.tag(ix);
-                let heading = matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
-                if self.gone[ix] {
-                    // A heading the strict pass dropped ("related-title") still ends the article.
-                    if heading
-                        && !off("endmarker")
-                        && !dom
-                            .ancestors(ix)
-                            .take_while(|&a| a != root)
-                            .any(|a| self.gone[a])
-                        && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
-                    {
-                        self.remove_from(ix);
-                    }
-                    continue;
-                }
-                if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
-                    self.remove(ix);
-                    continue;
-                }
-                let st = self.stat[ix];
-                // "Related articles", "Comments": the article is over in this container.
-                if (heading || (st.len < 60 && matches!(tag, "p" | "div" | "span" | "strong")))
-                    && st.len < 100
-                    && !off("endmarker")
-                    && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
-                {
-                    if debug() {
-                        eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
-                    }
-                    self.remove_from(ix);
-                    continue;
-                }
-                // "SEE MORE: <link>", "DON'T MISS" before a list of links.
-                if matches!(tag, "p" | "div" | "strong" | "b" | "h4" | "h5" | "h6")
-                    && !off("teaser")
-                    && st.len < 200
-                    && (st.link * 2 >= st.len || st.len < 30)
-                    && (tag == "p" || !self.has_block_child(ix))
-                    && st.ptext * 2 < root_ptext.max(1)
-                    && r.teaser_label
-                        .is_match(collapse_ws(&dom.raw_text(ix)).trim())
-                {
-                    self.remove(ix);
-                    continue;
-                }
-                if matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
-                    && !off("cta")
-                    && st.len < 250
-                    && (tag != "div" || !self.has_block_child(ix))
-                    && st.ptext * 2 < root_ptext.max(1)
-                    && r.cta.is_match(&collapse_ws(&dom.raw_text(ix)))
-                {
-                    self.remove(ix);
-                    continue;
-                }
-                // A paragraph that is only a link: a teaser or a call to action.
-                if matches!(tag, "p" | "div")
-                    && !off("linkpara")
-                    && st.len >= 25
-                    && st.len < 400
-                    && st.link * 10 >= st.len * 8
-                    && st.ptext * 2 < root_ptext.max(1)
-                    && (tag == "p" || !self.has_block_child(ix))
-                {
-                    self.remove(ix);
-                    continue;
-                }
-                if matches!(tag, "p" | "div" | "span" | "small" | "em" | "i")
-                    && st.len < 80
-                    && !off("bylinetext")
-                    && (tag == "p" || !self.has_block_child(ix))
-                    && r.byline_text
-                        .is_match(collapse_ws(&dom.raw_text(ix)).trim())
-                {
-                    self.remove(ix);
-                    continue;
-                }
-                if matches!(tag, "p" | "div" | "small")
-                    && st.len < 300
-                    && !off("legal")
-                    && r.legal.is_match(collapse_ws(&dom.raw_text(ix)).trim())
-                {
-                    self.remove(ix);
-                    continue;
-                }
-                // The title (kept apart in the metadata), and teaser headings that are links.
-                if heading && (self.repeats_title(ix) || (st.len > 0 && st.link * 10 >= st.len * 9))
-                {
-                    self.remove(ix);
-                    continue;
-                }
-                let ci = class_id(dom, ix);
-                if ci.len() > 1 && r.share.is_match(&ci) && st.len < 500 {
-                    self.remove(ix);
-                    continue;
-                }
-                if st.len < 300
-                    && !off("furniture")
-                    && !holds_embed(dom, ix)
-                    && st.ptext * 2 < root_ptext.max(1)
-                    && ((tag == "figcaption" && !off("fcap"))
-                        || (matches!(tag, "address" | "time") && !off("ftime"))
-                        || (!off("fattr") && dom.attr(ix, "rel") == Some("author"))
-                        || (!off("fattr")
-                            && dom
-                                .attr(ix, "itemprop")
-                                .is_some_and(|v| v.contains("author") || v.starts_with("date")))
-                        || (ci.len() > 1
-                            && ((!off("fclass") && r.furniture.is_match(&ci))
-                                || (!off("fcap") && st.img == 0 && r.caption.is_match(&ci)))))
-                {
-                    self.remove(ix);
-                }
+        let tag = dom.tag(ix);
+        let heading = matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
+        if matches!(tag, "h1" | "h2") && class_weight(dom, ix) < 0.0 {
+            return Cut::Element;
+        }
+        let st = self.stat[ix];
+        // "Related articles", "Comments": the article is over in this container.
+        if (heading || (st.len < 60 && matches!(tag, "p" | "div" | "span" | "strong")))
+            && st.len < 100
+            && !off("endmarker")
+            && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+        {
+            if debug() {
+                eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
             }
-            // Conditional cleaning, innermost first.
-            for ix in (root + 1..end).rev() {
-                if self.gone[ix] {
-                    continue;
+            return Cut::Rest;
+        }
+        if self.is_boilerplate_text(ix, tag, st, root_ptext) {
+            return Cut::Element;
+        }
+        // The title (kept apart in the metadata), and teaser headings that are links.
+        if heading && (self.repeats_title(ix) || (st.len > 0 && st.link * 10 >= st.len * 9)) {
+            return Cut::Element;
+        }
+        let ci = class_id(dom, ix);
+        if ci.len() > 1 && r.share.is_match(&ci) && st.len < 500 {
+            return Cut::Element;
+        }
+        if self.is_furniture(ix, tag, st, &ci, root_ptext) {
+            return Cut::Element;
+        }
+        Cut::Keep
+    }
+
+    /// Short text that is not the article's: teasers, calls to action, paragraphs that are
+    /// only a link, bylines and legal notices.
+    fn is_boilerplate_text(&self, ix: Ix, tag: &str, st: Stat, root_ptext: u32) -> bool {
+        let dom = self.dom;
+        let r = regexes();
+        // "SEE MORE: <link>", "DON'T MISS" before a list of links.
+        let teaser = matches!(tag, "p" | "div" | "strong" | "b" | "h4" | "h5" | "h6")
+            && !off("teaser")
+            && st.len < 200
+            && (st.link * 2 >= st.len || st.len < 30)
+            && (tag == "p" || !self.has_block_child(ix))
+            && st.ptext * 2 < root_ptext.max(1)
+            && r.teaser_label
+                .is_match(collapse_ws(&dom.raw_text(ix)).trim());
+        let call_to_action = || {
+            matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
+                && !off("cta")
+                && st.len < 250
+                && (tag != "div" || !self.has_block_child(ix))
+                && st.ptext * 2 < root_ptext.max(1)
+                && r.cta.is_match(&collapse_ws(&dom.raw_text(ix)))
+        };
+        // A paragraph that is only a link: a teaser or a call to action.
+        let link_paragraph = || {
+            matches!(tag, "p" | "div")
+                && !off("linkpara")
+                && st.len >= 25
+                && st.len < 400
+                && st.link * 10 >= st.len * 8
+                && st.ptext * 2 < root_ptext.max(1)
+                && (tag == "p" || !self.has_block_child(ix))
+        };
+        let byline = || {
+            matches!(tag, "p" | "div" | "span" | "small" | "em" | "i")
+                && st.len < 80
+                && !off("bylinetext")
+                && (tag == "p" || !self.has_block_child(ix))
+                && r.byline_text
+                    .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+        };
+        let legal = || {
+            matches!(tag, "p" | "div" | "small")
+                && st.len < 300
+                && !off("legal")
+                && r.legal.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+        };
+        teaser || call_to_action() || link_paragraph() || byline() || legal()
+    }
+
+    /// Captions, dates, author credits and furniture classes: short, little of the root's
+    /// paragraph text, and holding no embed. `ci` is the element's class and id.
+    fn is_furniture(&self, ix: Ix, tag: &str, st: Stat, ci: &str, root_ptext: u32) -> bool {
+        let dom = self.dom;
+        let r = regexes();
+        st.len < 300
+            && !off("furniture")
+            && !holds_embed(dom, ix)
+            && st.ptext * 2 < root_ptext.max(1)
+            && ((tag == "figcaption" && !off("fcap"))
+                || (matches!(tag, "address" | "time") && !off("ftime"))
+                || (!off("fattr") && dom.attr(ix, "rel") == Some("author"))
+                || (!off("fattr")
+                    && dom
+                        .attr(ix, "itemprop")
+                        .is_some_and(|v| v.contains("author") || v.starts_with("date")))
+                || (ci.len() > 1
+                    && ((!off("fclass") && r.furniture.is_match(ci))
+                        || (!off("fcap") && st.img == 0 && r.caption.is_match(ci)))))
+    }
+
+    /// The second pass of `clean`: forms, tables, lists and containers that look like
+    /// furniture (`should_remove`), innermost first.
+    fn clean_conditionally(&mut self, root: Ix, root_ptext: u32) {
+        let dom = self.dom;
+        let end = dom.nodes[root].end;
+        for ix in (root + 1..end).rev() {
+            if self.gone[ix] {
+                continue;
+            }
+            if matches!(
+                dom.tag(ix),
+                "form" | "fieldset" | "table" | "ul" | "ol" | "div" | "section"
+            ) && self.should_remove(ix, root_ptext)
+            {
+                if debug() && self.stat[ix].len > 100 {
+                    eprintln!(
+                        "  clean {ix} <{} class={:?} id={:?}> len {} ld {:.2} w {}",
+                        dom.tag(ix),
+                        dom.attr(ix, "class"),
+                        dom.attr(ix, "id"),
+                        self.stat[ix].len,
+                        self.stat[ix].link_density(),
+                        class_weight(dom, ix)
+                    );
                 }
-                if matches!(
-                    dom.tag(ix),
-                    "form" | "fieldset" | "table" | "ul" | "ol" | "div" | "section"
-                ) && self.should_remove(ix, root_ptext)
-                {
-                    if debug() && self.stat[ix].len > 100 {
-                        eprintln!(
-                            "  clean {ix} <{} class={:?} id={:?}> len {} ld {:.2} w {}",
-                            dom.tag(ix),
-                            dom.attr(ix, "class"),
-                            dom.attr(ix, "id"),
-                            self.stat[ix].len,
-                            self.stat[ix].link_density(),
-                            class_weight(dom, ix)
-                        );
-                    }
-                    self.remove(ix);
-                }
+                self.remove(ix);
             }
         }
     }

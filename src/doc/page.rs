@@ -82,158 +82,22 @@ impl Page {
         matches!(u.scheme(), "http" | "https").then(|| u.to_string())
     }
 
-    /// The page facts as /api/extract's JSON fields (docs/routes/extract.md) (empty ones omitted).
+    /// The page facts as /api/extract's JSON fields (docs/routes/extract.md) (empty ones omitted),
+    /// in the answer's order: metadata, lists, text sample.
     pub fn facts(&self) -> Map<String, Value> {
-        let mut metas: Vec<(String, String)> = Vec::new();
-        let mut title_tag: Option<String> = None;
-        let mut canonical: Option<String> = None;
-        let mut html_lang: Option<String> = None;
-        let mut links: Vec<Value> = Vec::new();
-        let mut seen_links = std::collections::HashSet::new();
-        let mut images: Vec<(String, Option<String>)> = Vec::new();
-        let mut json_ld: Vec<Value> = Vec::new();
-        let mut headings: Vec<Value> = Vec::new();
-        for node in self.html.tree.root().descendants() {
-            let Some(el) = ElementRef::wrap(node) else {
-                continue;
-            };
-            let e = el.value();
-            match e.name() {
-                "html" if html_lang.is_none() => {
-                    html_lang = e.attr("lang").map(|s| s.trim().to_string())
-                }
-                "title" if title_tag.is_none() => title_tag = Some(text_of(el)),
-                "meta" => {
-                    let key = e
-                        .attr("property")
-                        .or_else(|| e.attr("name"))
-                        .or_else(|| e.attr("http-equiv"));
-                    if let (Some(k), Some(c)) = (key, e.attr("content")) {
-                        metas.push((k.trim().to_ascii_lowercase(), c.trim().to_string()));
-                    }
-                }
-                "link" if canonical.is_none() => {
-                    let rel = e.attr("rel").unwrap_or("").to_ascii_lowercase();
-                    if rel.split_ascii_whitespace().any(|r| r == "canonical") {
-                        canonical = e.attr("href").and_then(|h| self.absolute(h));
-                    }
-                }
-                "a" | "area" if links.len() < MAX_LINKS => {
-                    if let Some(href) = e.attr("href").and_then(|h| self.absolute(h)) {
-                        if seen_links.insert(href.clone()) {
-                            let mut l = Map::new();
-                            l.insert("href".into(), json!(href));
-                            let text = if e.name() == "a" {
-                                text_of(el)
-                            } else {
-                                e.attr("alt").unwrap_or("").trim().to_string()
-                            };
-                            if !text.is_empty() {
-                                l.insert("text".into(), json!(cut(text, 300)));
-                            }
-                            links.push(Value::Object(l));
-                        }
-                    }
-                }
-                "img" => {
-                    let src = e.attr("src").or_else(|| e.attr("data-src"));
-                    if let Some(src) = src.and_then(|s| self.absolute(s)) {
-                        let alt = e
-                            .attr("alt")
-                            .map(|a| a.trim().to_string())
-                            .filter(|a| !a.is_empty());
-                        images.push((src, alt));
-                    }
-                }
-                "script"
-                    if json_ld.len() < MAX_JSON_LD
-                        && e.attr("type").is_some_and(|t| {
-                            t.trim().eq_ignore_ascii_case("application/ld+json")
-                        }) =>
-                {
-                    let raw: String = el.text().collect();
-                    // Bad blocks are skipped; a block is often an array of objects.
-                    if let Ok(v) = serde_json::from_str::<Value>(raw.trim()) {
-                        json_ld.push(v);
-                    }
-                }
-                "h1" | "h2" | "h3" | "h4" | "h5" | "h6" if headings.len() < MAX_HEADINGS => {
-                    let text = text_of(el);
-                    if !text.is_empty() {
-                        let level = e.name().as_bytes()[1] - b'0';
-                        headings.push(json!({ "level": level, "text": cut(text, 500) }));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let meta = |keys: &[&str]| -> Option<String> {
-            keys.iter().find_map(|k| {
-                metas
-                    .iter()
-                    .find(|(mk, c)| mk == k && !c.is_empty())
-                    .map(|(_, c)| collapse(c))
-            })
-        };
+        let found = self.gather();
         let mut out = Map::new();
-        let mut put = |k: &str, v: Option<String>| {
+        for (k, v) in self.metadata(&found) {
             if let Some(v) = v.filter(|v| !v.is_empty()) {
                 out.insert(k.into(), Value::String(cut(v, MAX_META_CHARS)));
             }
-        };
-        put(
-            "title",
-            title_tag
-                .filter(|t| !t.is_empty())
-                .or_else(|| meta(&["og:title", "twitter:title"])),
-        );
-        put(
-            "description",
-            meta(&["description", "og:description", "twitter:description"]),
-        );
-        put(
-            "canonical",
-            canonical.or_else(|| meta(&["og:url"]).and_then(|u| self.absolute(&u))),
-        );
-        put(
-            "language",
-            html_lang
-                .filter(|l| !l.is_empty())
-                .or_else(|| meta(&["content-language"]))
-                .or_else(|| meta(&["og:locale"]).map(|l| l.replace('_', "-"))),
-        );
-        // og:image / twitter:image first: the picture the page chose to represent itself.
-        let mut all_images: Vec<(String, Option<String>)> = Vec::new();
-        for k in [
-            "og:image",
-            "og:image:url",
-            "og:image:secure_url",
-            "twitter:image",
-        ] {
-            for (mk, c) in &metas {
-                if mk == k {
-                    if let Some(u) = self.absolute(c) {
-                        all_images.push((u, None));
-                    }
-                }
-            }
         }
-        all_images.extend(images);
-        let mut seen = std::collections::HashSet::new();
-        let images: Vec<Value> = all_images
-            .into_iter()
-            .filter(|(u, _)| seen.insert(u.clone()))
-            .take(MAX_IMAGES)
-            .map(|(src, alt)| match alt {
-                Some(a) => json!({ "src": src, "alt": cut(a, 300) }),
-                None => json!({ "src": src }),
-            })
-            .collect();
+        let images = self.images(&found.metas, found.images);
         for (k, list) in [
-            ("links", links),
+            ("links", found.links),
             ("images", images),
-            ("jsonLd", json_ld),
-            ("headings", headings),
+            ("jsonLd", found.json_ld),
+            ("headings", found.headings),
         ] {
             if !list.is_empty() {
                 out.insert(k.into(), Value::Array(list));
@@ -244,6 +108,88 @@ impl Page {
             out.insert("textSample".into(), Value::String(sample));
         }
         out
+    }
+
+    /// One walk over the tree, noting what each element says.
+    fn gather(&self) -> Found {
+        let mut found = Found::default();
+        for node in self.html.tree.root().descendants() {
+            if let Some(el) = ElementRef::wrap(node) {
+                found.note(self, el);
+            }
+        }
+        found
+    }
+
+    /// Title, description, canonical and language, each from the first source that has it
+    /// (the fallbacks in the module comment).
+    fn metadata(&self, found: &Found) -> [(&'static str, Option<String>); 4] {
+        [
+            (
+                "title",
+                found
+                    .title_tag
+                    .clone()
+                    .filter(|t| !t.is_empty())
+                    .or_else(|| found.meta(&["og:title", "twitter:title"])),
+            ),
+            (
+                "description",
+                found.meta(&["description", "og:description", "twitter:description"]),
+            ),
+            (
+                "canonical",
+                found
+                    .canonical
+                    .clone()
+                    .or_else(|| found.meta(&["og:url"]).and_then(|u| self.absolute(&u))),
+            ),
+            (
+                "language",
+                found
+                    .html_lang
+                    .clone()
+                    .filter(|l| !l.is_empty())
+                    .or_else(|| found.meta(&["content-language"]))
+                    .or_else(|| found.meta(&["og:locale"]).map(|l| l.replace('_', "-"))),
+            ),
+        ]
+    }
+
+    /// The images answered: og:image / twitter:image first (the picture the page chose to
+    /// represent itself), then the `<img>` in document order; each URL once, at most
+    /// `MAX_IMAGES`.
+    fn images(
+        &self,
+        metas: &[(String, String)],
+        imgs: Vec<(String, Option<String>)>,
+    ) -> Vec<Value> {
+        let mut all_images: Vec<(String, Option<String>)> = Vec::new();
+        for k in [
+            "og:image",
+            "og:image:url",
+            "og:image:secure_url",
+            "twitter:image",
+        ] {
+            for (mk, c) in metas {
+                if mk == k {
+                    if let Some(u) = self.absolute(c) {
+                        all_images.push((u, None));
+                    }
+                }
+            }
+        }
+        all_images.extend(imgs);
+        let mut seen = std::collections::HashSet::new();
+        all_images
+            .into_iter()
+            .filter(|(u, _)| seen.insert(u.clone()))
+            .take(MAX_IMAGES)
+            .map(|(src, alt)| match alt {
+                Some(a) => json!({ "src": src, "alt": cut(a, 300) }),
+                None => json!({ "src": src }),
+            })
+            .collect()
     }
 
     /// The first `max` characters of the page's visible text, whitespace collapsed.
@@ -333,6 +279,115 @@ fn is_block(name: &str) -> bool {
             | "hr"
             | "option"
     )
+}
+
+/// What the elements of a page say, in document order, before the fallbacks are chosen.
+#[derive(Default)]
+struct Found {
+    /// `(property | name | http-equiv, content)` of every `<meta>`, keys lowercased.
+    metas: Vec<(String, String)>,
+    title_tag: Option<String>,
+    canonical: Option<String>,
+    html_lang: Option<String>,
+    links: Vec<Value>,
+    seen_links: std::collections::HashSet<String>,
+    /// `<img>` sources made absolute, with their alt text.
+    images: Vec<(String, Option<String>)>,
+    json_ld: Vec<Value>,
+    headings: Vec<Value>,
+}
+
+impl Found {
+    /// Notes what `el` says; the first title, canonical and `<html lang>` win, the lists stop
+    /// at their caps.
+    fn note(&mut self, page: &Page, el: ElementRef<'_>) {
+        let e = el.value();
+        match e.name() {
+            "html" if self.html_lang.is_none() => {
+                self.html_lang = e.attr("lang").map(|s| s.trim().to_string())
+            }
+            "title" if self.title_tag.is_none() => self.title_tag = Some(text_of(el)),
+            "meta" => {
+                let key = e
+                    .attr("property")
+                    .or_else(|| e.attr("name"))
+                    .or_else(|| e.attr("http-equiv"));
+                if let (Some(k), Some(c)) = (key, e.attr("content")) {
+                    self.metas
+                        .push((k.trim().to_ascii_lowercase(), c.trim().to_string()));
+                }
+            }
+            "link" if self.canonical.is_none() => {
+                let rel = e.attr("rel").unwrap_or("").to_ascii_lowercase();
+                if rel.split_ascii_whitespace().any(|r| r == "canonical") {
+                    self.canonical = e.attr("href").and_then(|h| page.absolute(h));
+                }
+            }
+            "a" | "area" if self.links.len() < MAX_LINKS => self.note_link(page, el),
+            "img" => {
+                let src = e.attr("src").or_else(|| e.attr("data-src"));
+                if let Some(src) = src.and_then(|s| page.absolute(s)) {
+                    let alt = e
+                        .attr("alt")
+                        .map(|a| a.trim().to_string())
+                        .filter(|a| !a.is_empty());
+                    self.images.push((src, alt));
+                }
+            }
+            "script"
+                if self.json_ld.len() < MAX_JSON_LD
+                    && e.attr("type")
+                        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/ld+json")) =>
+            {
+                let raw: String = el.text().collect();
+                // Bad blocks are skipped; a block is often an array of objects.
+                if let Ok(v) = serde_json::from_str::<Value>(raw.trim()) {
+                    self.json_ld.push(v);
+                }
+            }
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" if self.headings.len() < MAX_HEADINGS => {
+                let text = text_of(el);
+                if !text.is_empty() {
+                    let level = e.name().as_bytes()[1] - b'0';
+                    self.headings
+                        .push(json!({ "level": level, "text": cut(text, 500) }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A link (`<a>` with its text, `<area>` with its alt), each absolute URL once.
+    fn note_link(&mut self, page: &Page, el: ElementRef<'_>) {
+        let e = el.value();
+        let Some(href) = e.attr("href").and_then(|h| page.absolute(h)) else {
+            return;
+        };
+        if !self.seen_links.insert(href.clone()) {
+            return;
+        }
+        let mut l = Map::new();
+        l.insert("href".into(), json!(href));
+        let text = if e.name() == "a" {
+            text_of(el)
+        } else {
+            e.attr("alt").unwrap_or("").trim().to_string()
+        };
+        if !text.is_empty() {
+            l.insert("text".into(), json!(cut(text, 300)));
+        }
+        self.links.push(Value::Object(l));
+    }
+
+    /// The first non-empty content among the `<meta>` named by `keys`, in the keys' order.
+    fn meta(&self, keys: &[&str]) -> Option<String> {
+        keys.iter().find_map(|k| {
+            self.metas
+                .iter()
+                .find(|(mk, c)| mk == k && !c.is_empty())
+                .map(|(_, c)| collapse(c))
+        })
+    }
 }
 
 /// Drops the attributes after the first `max` of every start tag, in one linear pass that

@@ -207,6 +207,189 @@ struct Outcome {
     fields: Option<Vec<(String, fields::FieldResult)>>,
 }
 
+/// The page to read, and what the answer says about where it came from.
+struct Source {
+    text: String,
+    /// Echoed as `url`: the caller's `url`, or the URL fetched.
+    url: Option<url::Url>,
+    /// Where the page was in the end (after redirects): `finalUrl`, and the base for links.
+    final_url: Option<url::Url>,
+    bytes_read: usize,
+    truncated: bool,
+}
+
+impl Source {
+    /// The caller's own html: `url`, when given, is only echoed and used as the base.
+    fn given(html: &str, given_url: Option<url::Url>) -> Source {
+        Source {
+            text: html.to_string(),
+            url: given_url.clone(),
+            final_url: given_url,
+            bytes_read: html.len(),
+            truncated: false,
+        }
+    }
+
+    /// The answer's closing facts about the page read (after the page facts and fields).
+    fn describe(&self, out: &mut Map<String, Value>) {
+        out.insert("bytesRead".into(), json!(self.bytes_read));
+        if let Some(f) = &self.final_url {
+            out.insert("finalUrl".into(), json!(f.as_str()));
+        }
+        if self.truncated {
+            out.insert("truncated".into(), json!(true));
+        }
+    }
+}
+
+/// The requested fields sorted into values and errors, in the order asked.
+struct FieldReport {
+    values: Map<String, Value>,
+    errors: Map<String, Value>,
+    matched: usize,
+    requested: usize,
+}
+
+impl FieldReport {
+    /// A field that failed is null among the values and named with its error code.
+    fn of(results: Vec<(String, fields::FieldResult)>) -> FieldReport {
+        let mut report = FieldReport {
+            values: Map::new(),
+            errors: Map::new(),
+            matched: 0,
+            requested: results.len(),
+        };
+        for (name, r) in results {
+            match r {
+                Ok(v) => {
+                    report.matched += 1;
+                    report.values.insert(name, v);
+                }
+                Err(e) => {
+                    report.values.insert(name.clone(), Value::Null);
+                    report.errors.insert(name, json!(e.code()));
+                }
+            }
+        }
+        report
+    }
+
+    /// 422 when nothing matched: an error, so the default bill rule does not charge it.
+    fn none_matched(self) -> Reply {
+        let mut extra = Map::new();
+        extra.insert("fields".into(), Value::Object(self.values));
+        extra.insert("fieldErrors".into(), Value::Object(self.errors));
+        extra.insert("matchedFields".into(), json!(0));
+        extra.insert("requestedFields".into(), json!(self.requested));
+        Reply::error_with(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no_fields_matched",
+            "none of the requested fields matched (see fieldErrors); nothing was charged",
+            extra,
+        )
+    }
+
+    /// The fields part of a successful answer (`fieldErrors` only when some failed).
+    fn write(self, out: &mut Map<String, Value>) {
+        out.insert("fields".into(), Value::Object(self.values));
+        if !self.errors.is_empty() {
+            out.insert("fieldErrors".into(), Value::Object(self.errors));
+        }
+        out.insert("matchedFields".into(), json!(self.matched));
+        out.insert("requestedFields".into(), json!(self.requested));
+    }
+}
+
+impl Extract {
+    /// The caller's html, else the page the `fetch` stage got (HTML only: 415 otherwise).
+    fn source(&self, ex: &mut Exchange) -> Result<Source, Flow> {
+        let given_url = ex
+            .input_str(&self.p.url_param)
+            .and_then(|u| url::Url::parse(u).ok());
+        match self.html(&ex.input) {
+            Err(r) => {
+                ex.reply = Some(r);
+                Err(Flow::Reply)
+            }
+            Ok(Some(html)) => Ok(Source::given(html, given_url)),
+            Ok(None) => fetched_source(ex),
+        }
+    }
+
+    /// Parses the page and evaluates the fields on the blocking pool, in one of the route's
+    /// slots, within the time and node budgets; refusals become the answer (not charged).
+    async fn parse_and_select(
+        &self,
+        ex: &mut Exchange,
+        text: String,
+        base: Option<url::Url>,
+        specs: Option<Vec<FieldSpec>>,
+    ) -> Result<Outcome, Flow> {
+        let permit = match self.jobs.acquire().await {
+            Ok(p) => p,
+            Err(busy) => {
+                ex.reply = Some(busy_reply(busy, "pages", self.jobs.limits()));
+                return Err(Flow::Reply);
+            }
+        };
+        let budget = Duration::from_millis(self.p.budget_ms);
+        let nodes = Budget {
+            nodes_per_byte: self.p.nodes_per_byte,
+            min_nodes: self.p.min_nodes,
+            deadline: None,
+        };
+        let work = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let deadline = Instant::now() + budget;
+            let page = Page::parse(&text, base.as_ref(), &nodes.with_deadline(deadline))?;
+            let facts = page.facts();
+            let fields = specs.map(|s| fields::evaluate(&page, &s, deadline));
+            Ok::<_, Refused>(Outcome { facts, fields })
+        })
+        .await;
+        match work {
+            Ok(Ok(o)) => Ok(o),
+            Ok(Err(r)) => {
+                let status = match r {
+                    Refused::TooManyNodes { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+                    Refused::Timeout => StatusCode::GATEWAY_TIMEOUT,
+                };
+                Err(ex.fail(status, r.code(), format!("{r}; nothing was charged")))
+            }
+            Err(_) => Err(ex.fail(
+                StatusCode::BAD_GATEWAY,
+                "extract_failed",
+                "the page could not be read; nothing was charged",
+            )),
+        }
+    }
+}
+
+/// The page the `fetch` stage got, decoded, if it is HTML (415 otherwise: not charged).
+fn fetched_source(ex: &mut Exchange) -> Result<Source, Flow> {
+    let Some(f) = ex.slots.take::<Fetched>() else {
+        return Err(ex.fail_internal("nothing fetched"));
+    };
+    let r = &f.response;
+    let ct = r.content_type().unwrap_or("").to_string();
+    if !page::is_html(&ct, &r.body) {
+        return Err(ex.fail(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_content_type",
+            format!(
+                "the page is `{ct}`, not HTML; /api/extract reads text/html and application/xhtml+xml (nothing was charged)"
+            ),
+        ));
+    }
+    Ok(Source {
+        text: page::decode_html(&ct, &r.body),
+        url: Some(f.requested.clone()),
+        final_url: Some(r.final_url.clone()),
+        bytes_read: r.bytes_read,
+        truncated: r.truncated,
+    })
+}
+
 #[async_trait]
 impl Stage for Extract {
     fn check_input(&self, input: &Map<String, Value>) -> Result<(), Reply> {
@@ -233,135 +416,32 @@ impl Stage for Extract {
                 return Flow::Reply;
             }
         };
-        let given_url = ex
-            .input_str(&self.p.url_param)
-            .and_then(|u| url::Url::parse(u).ok());
-        // The source: the caller's html, else the fetched page.
-        let (text, url, final_url, bytes_read, truncated) = match self.html(&ex.input) {
-            Err(r) => {
-                ex.reply = Some(r);
-                return Flow::Reply;
-            }
-            Ok(Some(html)) => {
-                let n = html.len();
-                (html.to_string(), given_url.clone(), given_url, n, false)
-            }
-            Ok(None) => {
-                let Some(f) = ex.slots.take::<Fetched>() else {
-                    return ex.fail_internal("nothing fetched");
-                };
-                let r = &f.response;
-                let ct = r.content_type().unwrap_or("").to_string();
-                if !page::is_html(&ct, &r.body) {
-                    return ex.fail(
-                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                        "unsupported_content_type",
-                        format!(
-                            "the page is `{ct}`, not HTML; /api/extract reads text/html and application/xhtml+xml (nothing was charged)"
-                        ),
-                    );
-                }
-                (
-                    page::decode_html(&ct, &r.body),
-                    Some(f.requested.clone()),
-                    Some(r.final_url.clone()),
-                    r.bytes_read,
-                    r.truncated,
-                )
-            }
+        let mut source = match self.source(ex) {
+            Ok(s) => s,
+            Err(flow) => return flow,
         };
-        let permit = match self.jobs.acquire().await {
-            Ok(p) => p,
-            Err(busy) => {
-                ex.reply = Some(busy_reply(busy, "pages", self.jobs.limits()));
-                return Flow::Reply;
-            }
-        };
-        let budget = Duration::from_millis(self.p.budget_ms);
-        let nodes = Budget {
-            nodes_per_byte: self.p.nodes_per_byte,
-            min_nodes: self.p.min_nodes,
-            deadline: None,
-        };
-        let base = final_url.clone();
-        let job_specs = specs.clone();
-        let work = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            let deadline = Instant::now() + budget;
-            let page = Page::parse(&text, base.as_ref(), &nodes.with_deadline(deadline))?;
-            let facts = page.facts();
-            let fields = job_specs.map(|s| fields::evaluate(&page, &s, deadline));
-            Ok::<_, Refused>(Outcome { facts, fields })
-        })
-        .await;
-        let outcome = match work {
-            Ok(Ok(o)) => o,
-            Ok(Err(r)) => {
-                let status = match r {
-                    Refused::TooManyNodes { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-                    Refused::Timeout => StatusCode::GATEWAY_TIMEOUT,
-                };
-                return ex.fail(status, r.code(), format!("{r}; nothing was charged"));
-            }
-            Err(_) => {
-                return ex.fail(
-                    StatusCode::BAD_GATEWAY,
-                    "extract_failed",
-                    "the page could not be read; nothing was charged",
-                )
-            }
+        // The text goes to the blocking job; the rest of the source stays for the answer.
+        let text = std::mem::take(&mut source.text);
+        let base = source.final_url.clone();
+        let outcome = match self.parse_and_select(ex, text, base, specs).await {
+            Ok(o) => o,
+            Err(flow) => return flow,
         };
         let mut out = Map::new();
         out.insert("ok".into(), json!(true));
-        if let Some(u) = &url {
+        if let Some(u) = &source.url {
             out.insert("url".into(), json!(u.as_str()));
         }
         out.extend(outcome.facts);
         if let Some(results) = outcome.fields {
-            let mut values = Map::new();
-            let mut errors = Map::new();
-            let mut matched = 0usize;
-            let requested = results.len();
-            for (name, r) in results {
-                match r {
-                    Ok(v) => {
-                        matched += 1;
-                        values.insert(name, v);
-                    }
-                    Err(e) => {
-                        values.insert(name.clone(), Value::Null);
-                        errors.insert(name, json!(e.code()));
-                    }
-                }
-            }
-            if matched == 0 {
-                let mut extra = Map::new();
-                extra.insert("fields".into(), Value::Object(values));
-                extra.insert("fieldErrors".into(), Value::Object(errors));
-                extra.insert("matchedFields".into(), json!(0));
-                extra.insert("requestedFields".into(), json!(requested));
-                ex.reply = Some(Reply::error_with(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "no_fields_matched",
-                    "none of the requested fields matched (see fieldErrors); nothing was charged",
-                    extra,
-                ));
+            let report = FieldReport::of(results);
+            if report.matched == 0 {
+                ex.reply = Some(report.none_matched());
                 return Flow::Reply;
             }
-            out.insert("fields".into(), Value::Object(values));
-            if !errors.is_empty() {
-                out.insert("fieldErrors".into(), Value::Object(errors));
-            }
-            out.insert("matchedFields".into(), json!(matched));
-            out.insert("requestedFields".into(), json!(requested));
+            report.write(&mut out);
         }
-        out.insert("bytesRead".into(), json!(bytes_read));
-        if let Some(f) = &final_url {
-            out.insert("finalUrl".into(), json!(f.as_str()));
-        }
-        if truncated {
-            out.insert("truncated".into(), json!(true));
-        }
+        source.describe(&mut out);
         out.insert("elapsedMs".into(), json!(ex.elapsed_ms()));
         ex.respond_ok(Value::Object(out))
     }
@@ -383,5 +463,30 @@ mod tests {
             let e = build(ctx, json!({"budgt_ms": 10})).err().unwrap();
             assert!(e.contains("unknown field"), "{e}");
         });
+    }
+
+    #[test]
+    fn field_report_nulls_failed_fields_and_counts_the_matches() {
+        let report = FieldReport::of(vec![
+            ("a".into(), Ok(json!("x"))),
+            ("b".into(), Err(fields::FieldError::NoMatch)),
+        ]);
+        assert_eq!((report.matched, report.requested), (1, 2));
+        let mut out = Map::new();
+        report.write(&mut out);
+        assert_eq!(
+            serde_json::to_string(&out).unwrap(),
+            r#"{"fields":{"a":"x","b":null},"fieldErrors":{"b":"no_match"},"matchedFields":1,"requestedFields":2}"#
+        );
+    }
+
+    #[test]
+    fn nothing_matched_is_a_422_with_every_field_null() {
+        let report = FieldReport::of(vec![("a".into(), Err(fields::FieldError::NoMatch))]);
+        assert_eq!(report.matched, 0);
+        assert_eq!(
+            report.none_matched().status,
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
     }
 }
