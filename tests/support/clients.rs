@@ -1,5 +1,5 @@
-//! Test support for the official x402 clients paying paycall (tests/python_clients.rs,
-//! tests/rust_client.rs): paycall on the SHIPPED routes.yaml against the local payment stack,
+//! Test support for the official x402 clients paying paycall (tests/it/python_clients.rs,
+//! tests/it/rust_client.rs): paycall on the SHIPPED routes.yaml against the local payment stack,
 //! a bounded runner for a client command that prints one JSON line, the money checks of a
 //! charged call (receipt, facilitator trace, on-chain balances), and the calls every HTTP client
 //! must pay.
