@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::binary::cmdline;
+use crate::support::server::{EVM_PAY_TO, SOL_PAY_TO};
+
 /// The shipped config in `dir`, with one browser session started with the server.
 fn shipped_with_warm_browser(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -30,12 +33,7 @@ fn shipped_with_warm_browser(dir: &Path) -> PathBuf {
 fn processes_naming(needle: &Path) -> Vec<(i32, String)> {
     paycall::browser::session::processes_naming(needle)
         .into_iter()
-        .map(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                .unwrap_or_default();
-            (pid, cmd)
-        })
+        .map(|pid| (pid, cmdline(pid)))
         .collect()
 }
 
@@ -57,12 +55,7 @@ fn children_of(parent: u32) -> Vec<(i32, String)> {
                 })
                 == Some(parent)
         })
-        .map(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                .unwrap_or_default();
-            (pid, cmd)
-        })
+        .map(|pid| (pid, cmdline(pid)))
         .collect()
 }
 
@@ -90,14 +83,8 @@ fn a_sigkilled_server_takes_chromedriver_and_chromium_with_it() {
         .arg(&config)
         .env("TMPDIR", tmp.path())
         .env("PAYCALL_LISTEN", "127.0.0.1:0")
-        .env(
-            "PAYCALL_EVM_PAY_TO",
-            "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3",
-        )
-        .env(
-            "PAYCALL_SOLANA_PAY_TO",
-            "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
-        )
+        .env("PAYCALL_EVM_PAY_TO", EVM_PAY_TO)
+        .env("PAYCALL_SOLANA_PAY_TO", SOL_PAY_TO)
         .env("PAYCALL_FACILITATOR_URL", "http://127.0.0.1:9/")
         // Startup's network checks read the Solana RPC: loopback only in tests.
         .env("PAYCALL_UPSTREAM_SOLANA_RPC", "http://127.0.0.1:9/")

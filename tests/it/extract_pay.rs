@@ -11,11 +11,9 @@ use support::shipped::paycall_for;
 use support::stack;
 
 use serde_json::{json, Value};
-use std::path::Path;
 use support::extract::pages;
 use support::server::enc;
 
-use paycall::config;
 use paycall::server;
 use stack::LocalStack;
 
@@ -238,13 +236,7 @@ async fn extract_is_charged_only_when_it_delivers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_twin_reads_the_fixed_sample_page_for_free() {
     let fac = support::server::fake_facilitator().await;
-    let routes = Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let url = fac.url.clone();
-    let env = move |k: &str| match k {
-        "PAYCALL_FACILITATOR_URL" => Some(url.clone()),
-        other => support::server::test_env(other),
-    };
-    let cfg = config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = support::server::shipped_config_on(&fac.url);
     let services = server::services::build(&cfg).expect("services");
     let app = server::build_app(cfg, services).unwrap_or_else(|e| panic!("{e}"));
     let paycall = support::server::start_app(app).await;

@@ -136,14 +136,7 @@ async fn serve_one(
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
+    let len = support::net::content_length(&head);
     while buf.len() < head_end + len {
         let mut chunk = [0u8; 4096];
         match tokio::time::timeout(Duration::from_secs(20), sock.read(&mut chunk)).await {
@@ -218,15 +211,7 @@ fn pool(stubs: &[(&str, &Stub)], failures: u32) -> Facilitators {
 }
 
 fn requirement() -> Requirement {
-    Requirement {
-        scheme: "exact".into(),
-        network: "eip155:8453".into(),
-        amount: "5000".into(),
-        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
-        pay_to: server_support::EVM_PAY_TO.into(),
-        max_timeout_seconds: 120,
-        extra: Default::default(),
-    }
+    server_support::requirement()
 }
 
 fn payload() -> Value {

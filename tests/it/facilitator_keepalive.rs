@@ -104,14 +104,7 @@ async fn serve_connection(mut sock: tokio::net::TcpStream, c: Arc<Counts>, mode:
             }
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-        let len: usize = head
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse().ok())?
-            })
-            .unwrap_or(0);
+        let len = support::net::content_length(&head);
         while buf.len() < head_end + len {
             let mut chunk = [0u8; 4096];
             match sock.read(&mut chunk).await {
@@ -156,15 +149,7 @@ async fn serve_connection(mut sock: tokio::net::TcpStream, c: Arc<Counts>, mode:
 }
 
 fn requirement() -> Requirement {
-    Requirement {
-        scheme: "exact".into(),
-        network: "eip155:8453".into(),
-        amount: "5000".into(),
-        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
-        pay_to: "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3".into(),
-        max_timeout_seconds: 120,
-        extra: Default::default(),
-    }
+    support::server::requirement()
 }
 
 fn client(url: &str, pool_idle: Duration) -> FacilitatorClient {

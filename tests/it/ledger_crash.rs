@@ -16,27 +16,7 @@ use std::time::{Duration, Instant};
 use stack::LocalStack;
 use support::server::enc;
 
-/// GET with a PAYMENT-SIGNATURE: status, PAYMENT-RESPONSE header, raw body.
-async fn send(url: &str, sig: &str) -> (u16, Option<String>, Vec<u8>) {
-    let r = support::server::client()
-        .get(url)
-        .header("PAYMENT-SIGNATURE", sig)
-        .timeout(Duration::from_secs(60))
-        .send()
-        .await
-        .expect("request to paycall");
-    let status = r.status().as_u16();
-    let receipt = r
-        .headers()
-        .get("payment-response")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    (
-        status,
-        receipt,
-        r.bytes().await.unwrap_or_default().to_vec(),
-    )
-}
+use support::binary::send_paid as send;
 
 fn with_identifier(payload: &Value, id: &str) -> String {
     let mut p = payload.clone();
@@ -79,14 +59,7 @@ async fn a_crash_mid_settlement_and_restarts_never_lose_or_double_a_payment() {
                 .map(|r| r.status().as_u16())
         })
     };
-    let started = Instant::now();
-    while stack.settle_calls() == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no /settle reached the facilitator"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    stack.settle_reached().await;
     paycall.kill();
     assert!(
         in_flight.await.unwrap().is_err(),

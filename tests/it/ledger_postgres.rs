@@ -19,7 +19,7 @@ use paycall::payment::ledger::{
     connect, Binding, Claim, KeptReply, LedgerUrl, NewPayment, State, Update,
 };
 use stack::LocalStack;
-use support::server::{enc, send_signed};
+use support::server::{enc, send_signed, EVM_PAY_TO, SOL_PAY_TO};
 
 fn payment(key: &str, route: &str, pid: Option<&str>) -> NewPayment {
     NewPayment {
@@ -279,14 +279,8 @@ async fn a_database_that_is_down_stops_payments_not_the_service() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_paycall"))
         .env_clear()
-        .env(
-            "PAYCALL_EVM_PAY_TO",
-            "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3",
-        )
-        .env(
-            "PAYCALL_SOLANA_PAY_TO",
-            "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1",
-        )
+        .env("PAYCALL_EVM_PAY_TO", EVM_PAY_TO)
+        .env("PAYCALL_SOLANA_PAY_TO", SOL_PAY_TO)
         .env("PAYCALL_LISTEN", "127.0.0.1:0")
         .env(
             "PAYCALL_LEDGER_URL",

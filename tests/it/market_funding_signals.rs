@@ -160,14 +160,8 @@ async fn bad_interval_is_400_before_payment_and_upstreams() {
     let fac = support::server::fake_facilitator().await;
     let cfg = market::shipped_config(&up, &[], &fac.url, EVM_PAY_TO);
     let server = support::server::start(cfg).await;
-    let r = support::server::client()
-        .get(server.url("/api/signals?interval=2h"))
-        .header("PAYMENT-SIGNATURE", support::server::recorded_signature())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let body = support::server::json_of(r).await;
+    let (status, body) =
+        support::server::get_signed_json(&server.url("/api/signals?interval=2h")).await;
     assert_eq!(status, 400, "{body}");
     assert!(body["message"].as_str().unwrap().contains("interval"));
     assert_eq!(

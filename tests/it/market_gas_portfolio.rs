@@ -277,14 +277,8 @@ async fn bad_addresses_are_400_before_payment_and_upstreams() {
         "?address=0xd8dA6BF26964aF9D7eEd9e03E53415D37aA9604G",
         "?address=0xd8dA6BF26964aF9D7eEd9e03E53415D37aA960451",
     ] {
-        let r = support::server::client()
-            .get(server.url(&format!("/api/portfolio{q}")))
-            .header("PAYMENT-SIGNATURE", support::server::recorded_signature())
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let body = support::server::json_of(r).await;
+        let (status, body) =
+            support::server::get_signed_json(&server.url(&format!("/api/portfolio{q}"))).await;
         assert_eq!(status, 400, "{q}: {body}");
         assert!(
             body["message"].as_str().unwrap().contains("address"),

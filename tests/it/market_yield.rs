@@ -150,14 +150,8 @@ async fn bad_filter_values_are_400_before_payment_and_upstream() {
             "chain",
         ),
     ] {
-        let r = support::server::client()
-            .get(server.url(&format!("/api/yield?{q}")))
-            .header("PAYMENT-SIGNATURE", support::server::recorded_signature())
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let body = support::server::json_of(r).await;
+        let (status, body) =
+            support::server::get_signed_json(&server.url(&format!("/api/yield?{q}"))).await;
         assert_eq!(status, 400, "{q}: {body}");
         assert!(
             body["message"].as_str().unwrap().contains(word),

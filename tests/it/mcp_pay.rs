@@ -8,11 +8,9 @@
 //! price moved on chain; a not-charged outcome never settles and moves nothing.
 
 use crate::support;
-use support::{clients, market, stack, upstream};
+use support::clients;
 
 use serde_json::{json, Value};
-
-use stack::LocalStack;
 
 fn num(v: &Value) -> i128 {
     v.as_str()
@@ -30,11 +28,7 @@ fn spent(out: &Value) -> (i128, i128) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_sdk_lists_and_pays_tools_and_each_charged_call_settles_once() {
-    let stack = LocalStack::start();
-    let canary = upstream::canary("127.0.0.2").await;
-    let up = upstream::start(&canary.url()).await;
-    let market = market::start().await;
-    let paycall = clients::paycall_on_stack(&stack, &market).await;
+    let (stack, canary, up, _market, paycall) = clients::setup().await;
     let mcp = paycall.url("/mcp");
 
     // fetch: unpaid → PaymentRequired, no work; paid → markdown + receipt, one settle.
@@ -167,11 +161,7 @@ async fn the_mcp_sdk_lists_and_pays_tools_and_each_charged_call_settles_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_not_charged_tool_call_never_settles() {
-    let stack = LocalStack::start();
-    let canary = upstream::canary("127.0.0.2").await;
-    let up = upstream::start(&canary.url()).await;
-    let market = market::start().await;
-    let paycall = clients::paycall_on_stack(&stack, &market).await;
+    let (stack, canary, up, _market, paycall) = clients::setup().await;
     let mcp = paycall.url("/mcp");
 
     // The upstream page is missing: the route's error, isError, no settlement, nothing moved.

@@ -47,39 +47,13 @@ struct Answer {
 
 fn paid_request(url: String, sig: String) -> tokio::task::JoinHandle<Answer> {
     tokio::spawn(async move {
-        let r = support::server::client()
-            .get(&url)
-            .header("PAYMENT-SIGNATURE", sig)
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .expect("the paid call in flight is answered");
-        let status = r.status().as_u16();
-        let receipt = r
-            .headers()
-            .get("payment-response")
-            .and_then(|v| v.to_str().ok())
-            .map(decode_b64_json);
-        let body =
-            serde_json::from_slice(&r.bytes().await.unwrap_or_default()).unwrap_or(Value::Null);
+        let (status, receipt, body) = support::binary::send_paid(&url, &sig).await;
         Answer {
             status,
-            receipt,
-            body,
+            receipt: receipt.as_deref().map(decode_b64_json),
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         }
     })
-}
-
-/// Polls (bounded) until the facilitator has received a /settle.
-async fn settle_reached(stack: &LocalStack) {
-    let started = Instant::now();
-    while stack.settle_calls() == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no /settle reached the facilitator"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// Polls (bounded) until a new TCP connection to `port` is refused.
@@ -172,7 +146,7 @@ async fn sigterm_settles_and_answers_the_paid_call_in_flight_then_exits() {
         .await
         .payment_signature;
     let in_flight = paid_request(target.clone(), sig);
-    settle_reached(&stack).await;
+    stack.settle_reached().await;
     terminate_and_check(
         &stack,
         &mut paycall,
@@ -199,7 +173,7 @@ async fn sigterm_settles_and_answers_the_paid_call_in_flight_then_exits() {
         .await
         .payment_signature;
     let in_flight = paid_request(target.clone(), sig);
-    settle_reached(&stack).await;
+    stack.settle_reached().await;
     let routes = std::fs::read_to_string(paycall.routes()).unwrap();
     let first_price = "price_usd: \"0.01\"";
     assert!(routes.contains(first_price));

@@ -12,7 +12,7 @@
 //! USDC balances on chain. A missing venv fails the tests: they never skip.
 
 use crate::support;
-use support::{clients, market, stack, upstream};
+use support::clients;
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -20,7 +20,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use clients::{assert_charged, balances};
-use stack::LocalStack;
 
 /// Bound on one client run: Python start-up with web3 is ~2 s, a paid call a few seconds.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -44,11 +43,7 @@ async fn run_client(script: &'static str, args: Vec<String>) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_x402_http_clients_pay_routes_on_chain() {
-    let stack = LocalStack::start();
-    let canary = upstream::canary("127.0.0.2").await;
-    let up = upstream::start(&canary.url()).await;
-    let market = market::start().await;
-    let paycall = clients::paycall_on_stack(&stack, &market).await;
+    let (stack, canary, up, _market, paycall) = clients::setup().await;
     let key = stack.buyer_key.clone();
 
     // httpx (async) for the GETs, requests (sync) for the POST with a JSON body.
@@ -82,11 +77,7 @@ async fn the_python_x402_http_clients_pay_routes_on_chain() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_mcp_sdk_with_x402_pays_tools_on_chain() {
-    let stack = LocalStack::start();
-    let canary = upstream::canary("127.0.0.2").await;
-    let up = upstream::start(&canary.url()).await;
-    let market = market::start().await;
-    let paycall = clients::paycall_on_stack(&stack, &market).await;
+    let (stack, canary, up, _market, paycall) = clients::setup().await;
     let mcp = paycall.url("/mcp");
 
     let cases = [

@@ -14,13 +14,7 @@ async fn a_route_without_its_provider_key_answers_503_before_any_challenge() {
         panic!("this test needs BRAVE_API_KEY unset (the shipped search provider is Brave)");
     }
     let fac = fake_facilitator().await;
-    let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac_url = fac.url.clone();
-    let env = move |k: &str| match k {
-        "PAYCALL_FACILITATOR_URL" => Some(fac_url.clone()),
-        other => test_env(other),
-    };
-    let config = paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let config = shipped_config_on(&fac.url);
     let server = start(config).await;
     let c = client();
     let url = server.url("/api/search?q=x402");
@@ -140,13 +134,7 @@ async fn a_route_without_its_provider_key_answers_503_before_any_challenge() {
 async fn with_networks_left_out(left_out: &[&str]) -> (FakeFacilitator, TestServer) {
     use paycall::payment::readiness::{NetworkCheck, Readiness};
     let fac = fake_facilitator().await;
-    let routes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
-    let fac_url = fac.url.clone();
-    let env = move |k: &str| match k {
-        "PAYCALL_FACILITATOR_URL" => Some(fac_url.clone()),
-        other => test_env(other),
-    };
-    let config = paycall::config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"));
+    let config = shipped_config_on(&fac.url);
     let checks = config
         .payment
         .accepts

@@ -9,14 +9,12 @@
 //! features, several minutes of compiling that no other test needs.
 
 use crate::support;
-use support::{clients, market, stack, upstream};
+use support::clients;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-
-use stack::LocalStack;
 
 /// A clean build of the client takes ~3 min on 2 cores; bounded well above that.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -59,11 +57,7 @@ async fn the_rust_x402_reqwest_client_pays_routes_on_chain() {
     let bin = tokio::task::spawn_blocking(client_bin)
         .await
         .expect("build thread");
-    let stack = LocalStack::start();
-    let canary = upstream::canary("127.0.0.2").await;
-    let up = upstream::start(&canary.url()).await;
-    let market = market::start().await;
-    let paycall = clients::paycall_on_stack(&stack, &market).await;
+    let (stack, canary, up, _market, paycall) = clients::setup().await;
     let key = stack.buyer_key.clone();
 
     // A POST with a JSON body: the middleware repeats the body with the payment.

@@ -16,14 +16,7 @@ use serde_json::Value;
 
 use paycall::browser::Browsers;
 
-const INPUT: &str = r#"    input:
-      - { name: url, type: string, required: true, format: uri, max_length: 2048 }
-      - { name: width, type: integer, default: 1280, minimum: 320, maximum: 1920 }
-      - { name: height, type: integer, default: 800, minimum: 240, maximum: 2000 }
-      - { name: fullPage, type: boolean, default: false }
-      - { name: format, type: string, default: png, enum: [png, jpeg], case_insensitive: true }
-      - { name: delayMs, type: integer, default: 0, minimum: 0, maximum: 3000 }
-"#;
+const INPUT: &str = pages::SHOT_INPUT;
 
 const PIPELINE: &str = "name: shot\nstages:\n  - stage: url_guard\n  - stage: screenshot\n";
 

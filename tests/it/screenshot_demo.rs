@@ -53,14 +53,7 @@ async fn the_demo_renders_the_services_own_sample_on_a_deployment_that_reaches_n
     server.shutdown().await;
 }
 
-const INPUT: &str = r#"    input:
-      - { name: url, type: string, required: true, format: uri, max_length: 2048 }
-      - { name: width, type: integer, default: 1280, minimum: 320, maximum: 1920 }
-      - { name: height, type: integer, default: 800, minimum: 240, maximum: 2000 }
-      - { name: fullPage, type: boolean, default: false }
-      - { name: format, type: string, default: png, enum: [png, jpeg], case_insensitive: true }
-      - { name: delayMs, type: integer, default: 0, minimum: 0, maximum: 3000 }
-"#;
+const INPUT: &str = pages::SHOT_INPUT;
 
 const OWN_PAGE: &str = "<!doctype html><html><head><title>Our own sample</title></head>\
     <body><h1>Served from disk</h1><img src=\"img/x.png\"></body></html>";

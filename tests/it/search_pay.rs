@@ -122,23 +122,14 @@ async fn search_is_charged_when_results_come_back_and_never_otherwise() {
     // 400: answered before the facilitator is asked; the provider never called.
     mock.clear();
     let long = "q".repeat(301);
-    for q in [
+    let bad = [
         "".to_string(),
         format!("?q={long}"),
         "?q=mixed&n=0".into(),
         "?q=mixed&n=6".into(),
         "?q=mixed&freshness=hour".into(),
-    ] {
-        let (s, h, b) = send_signed(&format!("{base}{q}"), &sig).await;
-        assert_eq!(s, 400, "{q}: {b}");
-        assert!(b["error"].is_string() && b["message"].is_string(), "{b}");
-        assert!(h.get("payment-response").is_none());
-    }
-    assert_eq!(
-        stack.verify_calls(),
-        0,
-        "bad input never reaches the facilitator"
-    );
+    ];
+    stack.assert_refused_before_payment(&base, &bad, &sig).await;
     assert_eq!(mock.count(), 0, "bad input never reaches the provider");
 
     // 404 and 503s from this provider: verified, never settled.

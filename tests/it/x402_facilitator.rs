@@ -129,16 +129,11 @@ fn client(addr: SocketAddr) -> FacilitatorClient {
 
 fn requirement() -> Requirement {
     Requirement {
-        scheme: "exact".into(),
-        network: "eip155:8453".into(),
-        amount: "5000".into(),
-        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
-        pay_to: "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3".into(),
-        max_timeout_seconds: 120,
         extra: json!({"name": "USD Coin", "version": "2"})
             .as_object()
             .cloned()
             .unwrap(),
+        ..support::server::requirement()
     }
 }
 

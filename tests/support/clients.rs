@@ -27,6 +27,19 @@ pub async fn paycall_on_stack(stack: &LocalStack, market: &MarketUpstreams) -> T
         .0
 }
 
+/// What a client test pays against, started in this order: the local payment stack, a canary on
+/// 127.0.0.2 (a target the guard refuses; it counts what reaches it), upstream pages on 127.0.0.1
+/// (some link to the canary), the market fixtures, and paycall on the shipped routes.yaml over
+/// all of them ([`paycall_on_stack`]). Keep the market upstreams alive as long as paycall.
+pub async fn setup() -> (LocalStack, Canary, Upstream, MarketUpstreams, TestServer) {
+    let stack = LocalStack::start();
+    let canary = super::upstream::canary("127.0.0.2").await;
+    let up = super::upstream::start(&canary.url()).await;
+    let market = super::market::start().await;
+    let paycall = paycall_on_stack(&stack, &market).await;
+    (stack, canary, up, market, paycall)
+}
+
 /// Runs `cmd` (stdin closed, no proxy from the environment), bounded by `timeout` (a panic when
 /// over it): its exit status, stdout and stderr.
 pub fn run_bounded(
