@@ -272,7 +272,8 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     // The index lists paycall's paid routes, at paycall's own port, under its payTo.
     let listener = bind().await;
     let port = listener.local_addr().unwrap().port();
-    let index = support::audit_zoo::start_index_of(port, &paid_paths(), &stack.pay_to).await;
+    let paid = paid_paths();
+    let index = support::audit_zoo::start_index_of(port, &paid, &stack.pay_to).await;
     let mut pc = paycall_with(&stack, &index.url(), listener).await;
     let bc = |target: &str| pc.url(&format!("/api/bazaar-check?url={}", enc(target)));
     let me = format!("127.0.0.1:{port}");
