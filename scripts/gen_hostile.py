@@ -10,7 +10,7 @@ tests/support/hostile.rs, which the tests and benches/hostile.rs share.
   `<00000000> <FFFFFFFF>` bfrange = 2^32 steps, 30 s and 1.7 GB before it was killed), for a
   report to lopdf's authors. Reproduce with lopdf alone:
       lopdf::Document::load(path)?.extract_text(&[1])   (reaches get_font_encoding → ToUnicode)
-  tests/pdf_hostile.rs checks the stored bytes equal what tests/support/hostile.rs generates.
+  tests/it/pdf_hostile.rs checks the stored bytes equal what tests/support/hostile.rs generates.
 """
 import os
 

@@ -273,18 +273,7 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
     let listener = bind().await;
     let port = listener.local_addr().unwrap().port();
     let paid = paid_paths();
-    let items = paid
-        .iter()
-        .map(|p| {
-            support::audit_zoo::index_item(
-                &format!("https://127.0.0.1:{port}{p}"),
-                &stack.pay_to,
-                "eip155:8453",
-            )
-        })
-        .collect::<Vec<_>>();
-    let index =
-        support::audit_zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
+    let index = support::audit_zoo::start_index_of(port, &paid, &stack.pay_to).await;
     let mut pc = paycall_with(&stack, &index.url(), listener).await;
     let bc = |target: &str| pc.url(&format!("/api/bazaar-check?url={}", enc(target)));
     let me = format!("127.0.0.1:{port}");
@@ -401,48 +390,42 @@ async fn bazaar_check_of_itself_is_fully_indexed_and_failures_never_settle() {
 async fn slow_verify_proxy(target: String, delay_ms: Arc<AtomicU64>) -> String {
     use warp::Filter;
     let client = support::server::client();
-    let routes = warp::method()
-        .and(warp::path::full())
-        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
-        .and(warp::header::headers_cloned())
-        .and(warp::body::bytes())
-        .then(
-            move |m: warp::http::Method,
-                  p: warp::path::FullPath,
-                  q: String,
-                  h: warp::http::HeaderMap,
-                  b: bytes::Bytes| {
-                let client = client.clone();
-                let target = target.clone();
-                let delay = delay_ms.clone();
-                async move {
-                    if p.as_str().ends_with("/verify") {
-                        tokio::time::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)))
-                            .await;
-                    }
-                    let mut url = format!("{}{}", target.trim_end_matches('/'), p.as_str());
-                    if !q.is_empty() {
-                        url = format!("{url}?{q}");
-                    }
-                    let mut req = client.request(m, &url).body(b.to_vec());
-                    for (k, v) in h.iter() {
-                        if k != "host" && k != "content-length" {
-                            req = req.header(k, v);
-                        }
-                    }
-                    let r = req.send().await.expect("facilitator answers");
-                    let status = r.status();
-                    let ct = r.headers().get("content-type").cloned();
-                    let body = r.bytes().await.unwrap_or_default();
-                    let mut out = warp::reply::Response::new(body.into());
-                    *out.status_mut() = status;
-                    if let Some(ct) = ct {
-                        out.headers_mut().insert("content-type", ct);
-                    }
-                    out
+    let routes = support::net::any_request().then(
+        move |m: warp::http::Method,
+              p: warp::path::FullPath,
+              q: String,
+              h: warp::http::HeaderMap,
+              b: bytes::Bytes| {
+            let client = client.clone();
+            let target = target.clone();
+            let delay = delay_ms.clone();
+            async move {
+                if p.as_str().ends_with("/verify") {
+                    tokio::time::sleep(Duration::from_millis(delay.load(Ordering::SeqCst))).await;
                 }
-            },
-        );
+                let mut url = format!("{}{}", target.trim_end_matches('/'), p.as_str());
+                if !q.is_empty() {
+                    url = format!("{url}?{q}");
+                }
+                let mut req = client.request(m, &url).body(b.to_vec());
+                for (k, v) in h.iter() {
+                    if k != "host" && k != "content-length" {
+                        req = req.header(k, v);
+                    }
+                }
+                let r = req.send().await.expect("facilitator answers");
+                let status = r.status();
+                let ct = r.headers().get("content-type").cloned();
+                let body = r.bytes().await.unwrap_or_default();
+                let mut out = warp::reply::Response::new(body.into());
+                *out.status_mut() = status;
+                if let Some(ct) = ct {
+                    out.headers_mut().insert("content-type", ct);
+                }
+                out
+            }
+        },
+    );
     let listener = bind().await;
     let addr = listener.local_addr().unwrap();
     tokio::spawn(warp::serve(routes).incoming(listener).run());
@@ -477,19 +460,7 @@ async fn bazaar_check_deadlines_count_from_arrival_when_verification_is_slow() {
     }
     let listener = bind().await;
     let port = listener.local_addr().unwrap().port();
-    let paid = paid_paths();
-    let items = paid
-        .iter()
-        .map(|p| {
-            support::audit_zoo::index_item(
-                &format!("https://127.0.0.1:{port}{p}"),
-                &stack.pay_to,
-                "eip155:8453",
-            )
-        })
-        .collect::<Vec<_>>();
-    let index =
-        support::audit_zoo::start_index(BTreeMap::from([(stack.pay_to.clone(), items)])).await;
+    let index = support::audit_zoo::start_index_of(port, &paid_paths(), &stack.pay_to).await;
     let mut pc = paycall_from(
         &dir.path().join("routes.yaml"),
         &stack,

@@ -1,5 +1,5 @@
 """The official Python x402 client (PyPI `x402`) paying one HTTP request, as a command for
-paycall's Rust tests (tests/python_clients.rs).
+paycall's Rust tests (tests/it/python_clients.rs).
 
     python x402_http.py --client httpx|requests --url <u> --key <0x EVM private key>
                         [--method GET|POST] [--body <json>] [--timeout 60]

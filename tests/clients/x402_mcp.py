@@ -1,6 +1,6 @@
 """The official MCP Python SDK (PyPI `mcp`: ClientSession over the streamable HTTP transport)
 with the official x402 package's MCP client (`x402.mcp.x402MCPSession`) paying one paycall tool,
-as a command for paycall's Rust tests (tests/python_clients.rs).
+as a command for paycall's Rust tests (tests/it/python_clients.rs).
 
     python x402_mcp.py --url http://127.0.0.1:N/mcp --key <0x EVM private key> --tool fetch
                        [--args '{"url": "..."}'] [--no-pay] [--timeout 60]

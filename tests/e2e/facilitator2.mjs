@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A second official x402 facilitator on a running stack's chain (EVM only: eip155:8453 v2 and
-// "base" v1), for failover tests (tests/facilitator_failover.rs). Same HTTP server, trace and
+// "base" v1), for failover tests (tests/it/facilitator_failover.rs). Same HTTP server, trace and
 // fault modes as the stack's own (lib/facilitator.mjs); its gas is paid by another dev account,
 // so the two never race one nonce.
 //

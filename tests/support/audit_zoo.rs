@@ -74,24 +74,19 @@ type Handler = Arc<
 async fn serve(handler: Handler) -> Local {
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let s2 = seen.clone();
-    let routes = warp::method()
-        .and(warp::path::full())
-        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
-        .and(warp::header::headers_cloned())
-        .and(warp::body::bytes())
-        .then(
-            move |m: Method, p: warp::path::FullPath, q: String, h: HeaderMap, b: Bytes| {
-                let seen = Seen {
-                    method: m.to_string(),
-                    path: p.as_str().to_string(),
-                    query: q,
-                    body: String::from_utf8_lossy(&b).to_string(),
-                };
-                s2.lock().unwrap().push(seen.clone());
-                let handler = handler.clone();
-                async move { handler(seen, h).await }
-            },
-        );
+    let routes = super::net::any_request().then(
+        move |m: Method, p: warp::path::FullPath, q: String, h: HeaderMap, b: Bytes| {
+            let seen = Seen {
+                method: m.to_string(),
+                path: p.as_str().to_string(),
+                query: q,
+                body: String::from_utf8_lossy(&b).to_string(),
+            };
+            s2.lock().unwrap().push(seen.clone());
+            let handler = handler.clone();
+            async move { handler(seen, h).await }
+        },
+    );
     let (addr, tx) = super::net::serve(routes).await;
     Local {
         addr,
@@ -400,6 +395,22 @@ pub fn index_item(resource: &str, pay_to: &str, network: &str) -> Value {
     item["accepts"][0]["payTo"] = json!(pay_to);
     item["accepts"][0]["network"] = json!(network);
     item
+}
+
+/// The local discovery index listing `paths` of a seller at https://127.0.0.1:`port` under
+/// `pay_to`, on Base.
+pub async fn start_index_of(port: u16, paths: &[String], pay_to: &str) -> Index {
+    let items = paths
+        .iter()
+        .map(|p| {
+            index_item(
+                &format!("https://127.0.0.1:{port}{p}"),
+                pay_to,
+                "eip155:8453",
+            )
+        })
+        .collect::<Vec<_>>();
+    start_index(BTreeMap::from([(pay_to.to_string(), items)])).await
 }
 
 /// The local discovery index. `listing`: payTo → its items (already in the CDP item shape).

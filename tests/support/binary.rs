@@ -190,3 +190,33 @@ impl Drop for Paycall {
         self.kill();
     }
 }
+
+/// The command line of process `pid`, its arguments joined by spaces ("" once it is gone).
+pub fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// GET with a PAYMENT-SIGNATURE, waiting up to 60 s (the real binary may be settling on the
+/// chain, or shutting down with the call in flight): status, PAYMENT-RESPONSE header, raw body.
+pub async fn send_paid(url: &str, sig: &str) -> (u16, Option<String>, Vec<u8>) {
+    let r = super::server::client()
+        .get(url)
+        .header("PAYMENT-SIGNATURE", sig)
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("request to paycall");
+    let status = r.status().as_u16();
+    let receipt = r
+        .headers()
+        .get("payment-response")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (
+        status,
+        receipt,
+        r.bytes().await.unwrap_or_default().to_vec(),
+    )
+}

@@ -1,5 +1,5 @@
-//! Test support for the official x402 clients paying paycall (tests/python_clients.rs,
-//! tests/rust_client.rs): paycall on the SHIPPED routes.yaml against the local payment stack,
+//! Test support for the official x402 clients paying paycall (tests/it/python_clients.rs,
+//! tests/it/rust_client.rs): paycall on the SHIPPED routes.yaml against the local payment stack,
 //! a bounded runner for a client command that prints one JSON line, the money checks of a
 //! charged call (receipt, facilitator trace, on-chain balances), and the calls every HTTP client
 //! must pay.
@@ -25,6 +25,19 @@ pub async fn paycall_on_stack(stack: &LocalStack, market: &MarketUpstreams) -> T
     shipped::start(shipped::config(&shipped::routes_yaml(), vars))
         .await
         .0
+}
+
+/// What a client test pays against, started in this order: the local payment stack, a canary on
+/// 127.0.0.2 (a target the guard refuses; it counts what reaches it), upstream pages on 127.0.0.1
+/// (some link to the canary), the market fixtures, and paycall on the shipped routes.yaml over
+/// all of them ([`paycall_on_stack`]). Keep the market upstreams alive as long as paycall.
+pub async fn setup() -> (LocalStack, Canary, Upstream, MarketUpstreams, TestServer) {
+    let stack = LocalStack::start();
+    let canary = super::upstream::canary("127.0.0.2").await;
+    let up = super::upstream::start(&canary.url()).await;
+    let market = super::market::start().await;
+    let paycall = paycall_on_stack(&stack, &market).await;
+    (stack, canary, up, market, paycall)
 }
 
 /// Runs `cmd` (stdin closed, no proxy from the environment), bounded by `timeout` (a panic when

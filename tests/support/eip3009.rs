@@ -1,7 +1,7 @@
 //! Signing x402 `exact` EVM payments in-process: a correctly signed EIP-3009
 //! `transferWithAuthorization` for a challenge's first (Base) offer, as the official client
 //! builds it, without running node once per payment (benches/memory.rs, benches/soak.rs,
-//! benches/hostile.rs, tests/hostile_concurrency.rs).
+//! benches/hostile.rs, tests/it/hostile_concurrency.rs).
 
 use base64::Engine;
 use k256::ecdsa::SigningKey;

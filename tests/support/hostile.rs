@@ -97,6 +97,19 @@ pub fn redrawn_form_pdf(bytes: usize, draws: usize, text_heavy: bool) -> Vec<u8>
     ])
 }
 
+/// Objects 1 and 2: the catalog and the page tree of `kids` (references "N 0 R").
+fn catalog_and_pages(kids: &[String]) -> Vec<Vec<u8>> {
+    vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {} >>",
+            kids.join(" "),
+            kids.len()
+        )
+        .into_bytes(),
+    ]
+}
+
 /// `pages` pages, each one flate stream of `bytes` of distinct text lines.
 pub fn many_text_pages_pdf(pages: usize, bytes: usize) -> Vec<u8> {
     let mut content = Vec::with_capacity(bytes + 64);
@@ -108,16 +121,11 @@ pub fn many_text_pages_pdf(pages: usize, bytes: usize) -> Vec<u8> {
     }
     let z = stream(&content, true);
     let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 4 + i)).collect();
-    let mut objects = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
-            kids.join(" ")
-        )
-        .into_bytes(),
+    let mut objects = catalog_and_pages(&kids);
+    objects.push(
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
             .to_vec(),
-    ];
+    );
     let content_id = 4 + pages;
     for _ in 0..pages {
         objects.push(format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content_id} 0 R /Resources << /Font << /F1 3 0 R >> >> >>").into_bytes());
@@ -149,14 +157,7 @@ pub fn blank_pages_pdf(pages: usize, bytes: usize) -> Vec<u8> {
     }
     let z = stream(&content, true);
     let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 3 + 2 * i)).collect();
-    let mut objects = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
-            kids.join(" ")
-        )
-        .into_bytes(),
-    ];
+    let mut objects = catalog_and_pages(&kids);
     for i in 0..pages {
         // Each page has its own copy of the stream: nothing is shared or decoded once.
         objects.push(

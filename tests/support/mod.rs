@@ -1,5 +1,8 @@
 //! The one test support of paycall's integration tests and benches, included the same way by
-//! every test crate with `mod support;` (a bench: `#[path = "../tests/support/mod.rs"] mod support;`).
+//! every test crate: `#[path = "../support/mod.rs"] mod support;` in tests/it/main.rs (whose
+//! modules, the former tests/*.rs, `use crate::support;`), `mod support;` in the few tests/*.rs
+//! that change process-wide state and so stay crates of their own, and
+//! `#[path = "../tests/support/mod.rs"] mod support;` in a bench.
 //!
 //! - the server under test: [`server`] (in-process, 127.0.0.1:0), [`binary`] (the real binary
 //!   as a child process), [`shipped`] (paycall on the shipped routes against the stack),
@@ -13,7 +16,7 @@
 //! - [`net`]: bind 127.0.0.1:0 and serve; [`bench`]: the benches' stub facilitator, slow upstream,
 //!   arguments and RSS.
 //!
-//! Each tests/*.rs is its own crate and uses only part of this, so unused code is expected here.
+//! Each test crate and bench uses only part of this, so unused code is expected here.
 #![allow(dead_code)]
 
 pub mod audit_zoo;

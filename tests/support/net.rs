@@ -53,3 +53,34 @@ where
     tokio::spawn(warp::serve(routes).incoming(listener).run());
     addr
 }
+
+/// The Content-Length of a raw HTTP request head (0 when it has none), for the tests' stub
+/// servers that read requests off a socket themselves.
+pub fn content_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// Any request, whatever its method and path: its method, path, raw query ("" when it has none),
+/// headers and body, for the stand-ins that answer or forward everything.
+pub fn any_request() -> impl Filter<
+    Extract = (
+        warp::http::Method,
+        warp::path::FullPath,
+        String,
+        warp::http::HeaderMap,
+        bytes::Bytes,
+    ),
+    Error = warp::Rejection,
+> + Clone {
+    warp::method()
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::bytes())
+}

@@ -12,6 +12,16 @@ use warp::http::{HeaderValue, StatusCode};
 use warp::reply::Response;
 use warp::Filter;
 
+/// /api/screenshot's input (the shipped route's caps), indented for a test route's YAML.
+pub const SHOT_INPUT: &str = r#"    input:
+      - { name: url, type: string, required: true, format: uri, max_length: 2048 }
+      - { name: width, type: integer, default: 1280, minimum: 320, maximum: 1920 }
+      - { name: height, type: integer, default: 800, minimum: 240, maximum: 2000 }
+      - { name: fullPage, type: boolean, default: false }
+      - { name: format, type: string, default: png, enum: [png, jpeg], case_insensitive: true }
+      - { name: delayMs, type: integer, default: 0, minimum: 0, maximum: 3000 }
+"#;
+
 pub struct Pages {
     pub addr: SocketAddr,
     pub hits: Arc<AtomicUsize>,

@@ -19,6 +19,20 @@ use paycall::server::{self, App};
 pub const EVM_PAY_TO: &str = "0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3";
 pub const SOL_PAY_TO: &str = "FYA23SLFVpETuY13UnwTDJA9W6ipiL1sKXd6XJUhViA1";
 
+/// The requirement the facilitator tests verify and settle: 0.005 USDC on Base to
+/// [`EVM_PAY_TO`], no `extra`.
+pub fn requirement() -> paycall::x402::Requirement {
+    paycall::x402::Requirement {
+        scheme: "exact".into(),
+        network: "eip155:8453".into(),
+        amount: "5000".into(),
+        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
+        pay_to: EVM_PAY_TO.into(),
+        max_timeout_seconds: 120,
+        extra: Default::default(),
+    }
+}
+
 /// The environment tests load configs with: payTo addresses only, nothing from the real env.
 pub fn test_env(key: &str) -> Option<String> {
     match key {
@@ -27,6 +41,17 @@ pub fn test_env(key: &str) -> Option<String> {
         "PAYCALL_LEDGER_URL" => Some("sqlite::memory:".into()),
         _ => None,
     }
+}
+
+/// The shipped routes.yaml loaded with [`test_env`] and the facilitator at `facilitator`.
+pub fn shipped_config_on(facilitator: &str) -> Config {
+    let routes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("routes.yaml");
+    let facilitator = facilitator.to_string();
+    let env = move |k: &str| match k {
+        "PAYCALL_FACILITATOR_URL" => Some(facilitator.clone()),
+        other => test_env(other),
+    };
+    config::load_with_env(&routes, &env).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A config folder in a temp dir: routes.yaml + pipelines/<name>.yaml.
@@ -497,6 +522,19 @@ pub fn recorded_signature() -> String {
         .join("fixtures/x402-vectors/payment-signature.json");
     let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     v["raw"].as_str().unwrap().to_string()
+}
+
+/// GET `url` with [`recorded_signature`] (shape-valid, not an offer of ours): the status and the JSON
+/// body, for inputs refused before the payment is looked at.
+pub async fn get_signed_json(url: &str) -> (u16, Value) {
+    let r = client()
+        .get(url)
+        .header("PAYMENT-SIGNATURE", recorded_signature())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, json_of(r).await)
 }
 
 /// A base64 JSON header value (PAYMENT-REQUIRED, PAYMENT-RESPONSE), decoded.

@@ -240,6 +240,34 @@ impl LocalStack {
             .count()
     }
 
+    /// Each of `queries` on `base` with the signature `sig` is a 400 with an error and a message
+    /// and no receipt, and none of them reached the facilitator.
+    pub async fn assert_refused_before_payment(&self, base: &str, queries: &[String], sig: &str) {
+        for q in queries {
+            let (s, h, b) = super::server::send_signed(&format!("{base}{q}"), sig).await;
+            assert_eq!(s, 400, "{q}: {b}");
+            assert!(b["error"].is_string() && b["message"].is_string(), "{b}");
+            assert!(h.get("payment-response").is_none());
+        }
+        assert_eq!(
+            self.verify_calls(),
+            0,
+            "bad input never reaches the facilitator"
+        );
+    }
+
+    /// Polls (bounded: 30 s) until the facilitator has received a /settle.
+    pub async fn settle_reached(&self) {
+        let started = Instant::now();
+        while self.settle_calls() == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no /settle reached the facilitator"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
     pub fn reset_calls(&self) {
         self.facilitator_json("POST", "/_calls/reset", Some("{}"));
     }
@@ -440,12 +468,8 @@ impl LocalStack {
     }
 
     pub async fn sign_only_async(&self, url: &str, method: &str, body: Option<&str>) -> SignOnly {
-        let (runner, url, method, body, _) =
-            owned(&self.runner, url, method, body, PayOptions::default());
-        tokio::task::spawn_blocking(move || runner.sign_only(&url, &method, body.as_deref()))
+        self.sign_only_with_async(url, method, body, &PayOptions::default())
             .await
-            .expect("pay.mjs runner thread panicked")
-            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     pub async fn send_signed_async(

@@ -1,5 +1,5 @@
 //! The SQLite backend against the store contract (the Postgres backend runs the same contract
-//! in tests/ledger_postgres.rs on a throwaway cluster).
+//! in tests/it/ledger_postgres.rs on a throwaway cluster).
 
 use super::*;
 

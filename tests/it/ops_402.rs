@@ -1,0 +1,171 @@
+//! The ready-made unpaid 402 (rendered when the gate is built and when the facilitator's
+//! /supported changes, served before the filter tree): the same challenge as the chain's own
+//! answer for every method and probe, the Solana offer appears with its feePayer once the
+//! facilitator names one (without a restart), and a changed feePayer is in the next 402s.
+
+use crate::support;
+
+use base64::Engine;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::server::*;
+use warp::Filter;
+
+const SOLANA: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+const PAID: &str = "name: paid\nstages:\n  - stage: payment_gate\n  - stage: static_reply\n    with: { body: { ok: true } }\n  - stage: bill\n  - stage: settle\n";
+
+/// A facilitator whose /supported names the Solana feePayer held in `fee_payer` (none: the
+/// Solana kind without one).
+async fn facilitator(fee_payer: Arc<Mutex<Option<String>>>) -> String {
+    let routes = warp::path("supported").and(warp::path::end()).map(move || {
+        let mut solana = json!({"x402Version": 2, "scheme": "exact", "network": SOLANA});
+        if let Some(fp) = fee_payer.lock().unwrap().clone() {
+            solana["extra"] = json!({ "feePayer": fp });
+        }
+        warp::reply::json(&json!({
+            "kinds": [{"x402Version": 2, "scheme": "exact", "network": "eip155:8453"}, solana],
+            "extensions": ["bazaar"]
+        }))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(warp::serve(routes).incoming(listener).run());
+    url
+}
+
+fn routes_yaml(facilitator: &str) -> String {
+    let service = service_yaml(facilitator, 30, 10, &[]);
+    format!(
+        "{service}routes:\n  - path: /api/paid\n    methods: [GET, POST]\n    price_usd: \"0.01\"\n    summary: Paid\n    pipeline: paid\n"
+    )
+}
+
+/// Status, PAYMENT-REQUIRED decoded, and the body of one request.
+async fn ask(method: reqwest::Method, url: &str, accept: Option<&str>) -> (u16, Value, Value) {
+    let mut req = client().request(method, url);
+    if let Some(a) = accept {
+        req = req.header("accept", a);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let header = r
+        .headers()
+        .get("payment-required")
+        .map(|v| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(v.as_bytes())
+                .unwrap();
+            serde_json::from_slice(&bytes).unwrap()
+        })
+        .unwrap_or(Value::Null);
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    assert!(r.headers().contains_key("x-request-id"));
+    let bytes = r.bytes().await.unwrap();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    (status, header, body)
+}
+
+fn networks(challenge: &Value) -> Vec<String> {
+    challenge["accepts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["network"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ready_made_402_is_the_chains_and_follows_the_facilitators_fee_payer() {
+    let fee_payer = Arc::new(Mutex::new(None));
+    let fac = facilitator(fee_payer.clone()).await;
+    let (_dir, server) = serve_yaml(&routes_yaml(&fac), &[("paid", PAID)]).await;
+    let url = server.url("/api/paid?anything=at-all");
+
+    // No feePayer yet: Base only. The fast path and the chain (an Accept naming text/html sends
+    // the request down the chain) give the same challenge.
+    let (s, header, body) = ask(reqwest::Method::GET, &url, None).await;
+    assert_eq!(s, 402);
+    assert_eq!(networks(&header), ["eip155:8453"]);
+    assert_eq!(header["accepts"], body["accepts"]);
+    assert_eq!(
+        header["resource"]["url"],
+        "https://api.paycall.test/api/paid"
+    );
+    // (An Accept naming text/html but preferring JSON: the chain answers JSON; a browser's,
+    // preferring HTML, gets the page with this same header, tests/it/challenge_page.rs.)
+    let (s2, header2, body2) = ask(
+        reqwest::Method::GET,
+        &url,
+        Some("application/json, text/html;q=0.5"),
+    )
+    .await;
+    assert_eq!((s2, &header2), (402, &header));
+    assert_eq!(body2, body);
+
+    // Each method its own bazaar declaration; HEAD and OPTIONS probes get the challenge too.
+    let (_, post, _) = ask(reqwest::Method::POST, &url, None).await;
+    assert_eq!(
+        post["extensions"]["bazaar"]["info"]["input"]["method"],
+        "POST"
+    );
+    assert_eq!(
+        header["extensions"]["bazaar"]["info"]["input"]["method"],
+        "GET"
+    );
+    let (s, head, head_body) = ask(reqwest::Method::HEAD, &url, None).await;
+    assert_eq!((s, &head, head_body), (402, &header, Value::Null));
+    let (s, options, _) = ask(reqwest::Method::OPTIONS, &url, None).await;
+    assert_eq!((s, &options), (402, &header));
+    // A v1 client is told where the payment goes.
+    let r = client()
+        .get(&url)
+        .header("x-payment", "e30=")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 402);
+    let v = json_of(r).await;
+    assert!(
+        v["message"].as_str().unwrap().contains("not X-PAYMENT"),
+        "{v}"
+    );
+    // A method the route does not serve is still 405.
+    let r = client().delete(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+
+    // The facilitator names a feePayer: the 402 path itself asks /supported again (at most every
+    // 5 s) and the next challenges carry the Solana offer, without a restart.
+    *fee_payer.lock().unwrap() = Some("FeePayer1111111111111111111111111111111111".into());
+    let started = Instant::now();
+    let solana = loop {
+        let (_, h, b) = ask(reqwest::Method::GET, &url, None).await;
+        if networks(&h).len() == 2 {
+            assert_eq!(h["accepts"], b["accepts"]);
+            break h["accepts"][1].clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the Solana offer never appeared: {h}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(solana["network"], SOLANA);
+    assert_eq!(
+        solana["extra"]["feePayer"],
+        "FeePayer1111111111111111111111111111111111"
+    );
+    let (_, chain, _) = ask(
+        reqwest::Method::GET,
+        &url,
+        Some("application/json, text/html;q=0.5"),
+    )
+    .await;
+    assert_eq!(chain["accepts"][1], solana);
+    server.shutdown().await;
+}
