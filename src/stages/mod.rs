@@ -3,6 +3,8 @@
 //! Stages that differ only in what they read share one module (`market_source`: spot_prices,
 //! funding_rates, yield_pools). Stages never import each other: they meet through the
 //! Exchange, and what they share lives in the domain modules (market/, net/, audit/, doc/).
+//! A stage that adapts one domain module bears its name (`stages::gas` reads its parameters and
+//! the Exchange, `market::gas` does the work), so the pair is meant, not a clash.
 //! The three payment stages (payment_gate, bill, settle) live with the rest of the money path in
 //! `crate::payment`.
 
