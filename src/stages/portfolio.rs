@@ -25,7 +25,7 @@ use crate::market::portfolio::{self, format_units, Position, RiskRules, TokenSpe
 use crate::market::source::check_ttl_and_timeout;
 use crate::market::spot::SpotSet;
 use crate::market::UPSTREAM_ERRORS;
-use crate::market::{first_ok, Fresh, Limits, MarketHub};
+use crate::market::{first_ok, Fresh, Limits, MarketHub, UpstreamError};
 use crate::pipeline::{
     params, Artefact, BuildCtx, Exchange, Flow, Phase, Reply, Stage, StageFactory,
 };
@@ -161,41 +161,7 @@ impl Stage for Portfolio {
                 "the address must be 0x followed by 40 hex digits",
             );
         }
-        let hub = &*self.hub;
-        let limits = Limits {
-            timeout: Duration::from_millis(self.p.timeout_ms),
-            max_bytes: 1_000_000,
-        };
-        let ttl = Duration::from_secs(self.p.ttl_s);
-        let key_addr = address.to_ascii_lowercase();
-        let results = join_all(self.p.networks.iter().map(|n| {
-            let tokens: Vec<TokenSpec> = n
-                .tokens
-                .iter()
-                .map(|t| TokenSpec {
-                    symbol: t.symbol.clone(),
-                    address: t.address.clone(),
-                    decimals: t.decimals,
-                    price: t.price.clone(),
-                })
-                .collect();
-            let key_addr = key_addr.clone();
-            async move {
-                let tokens = &tokens;
-                let key_addr = &key_addr;
-                first_ok(&n.rpc, |u| async move {
-                    hub.cached(
-                        format!("portfolio|{u}|{key_addr}"),
-                        ttl,
-                        portfolio::fetch_onchain(hub, &u, key_addr, tokens, limits),
-                    )
-                    .await
-                })
-                .await
-            }
-        }))
-        .await;
-
+        let results = self.read_networks(&address).await;
         let mut taken: DateTime<Utc> = spot.taken;
         let mut networks = Map::new();
         let mut positions: Vec<Position> = Vec::new();
@@ -211,55 +177,12 @@ impl Stage for Portfolio {
             taken = taken.min(fresh.taken);
             let o = &fresh.value;
             sources.insert(n.name.clone(), Value::String(o.upstream.clone()));
-            let eth = spot.value.price("ETH");
-            let native_usd = eth.map(|p| o.native_wei.scaled_f64(18) * p);
-            let mut net_total = native_usd.unwrap_or(0.0);
-            positions.push(Position {
-                symbol: "ETH".into(),
-                network: n.name.clone(),
-                value_usd: native_usd.unwrap_or(0.0),
-                stablecoin: false,
-            });
-            let mut tokens = Vec::new();
-            for (t, raw) in n.tokens.iter().zip(o.tokens.iter()) {
-                let amount = raw.as_ref().map(|r| r.scaled_f64(t.decimals));
-                let usd = amount.and_then(|a| price_of(&spot.value, &t.price).map(|p| a * p));
-                if let Some(u) = usd {
-                    net_total += u;
-                    positions.push(Position {
-                        symbol: t.symbol.clone(),
-                        network: n.name.clone(),
-                        value_usd: u,
-                        stablecoin: t.price == "USD",
-                    });
-                }
-                tokens.push(json!({
-                    "symbol": t.symbol,
-                    "address": t.address,
-                    "balance": raw.as_ref().map(|r| Value::String(format_units(r, t.decimals))).unwrap_or(Value::Null),
-                    "valueUsd": usd.map(|u| round(u, 2)),
-                    "stablecoin": t.price == "USD",
-                }));
-            }
+            let (entry, held) = network_entry(n, o, &spot.value);
+            networks.insert(n.name.clone(), entry);
+            positions.extend(held);
             tx_total += o.tx_count;
             any_contract |= o.is_contract();
             any_delegated |= o.delegated();
-            networks.insert(
-                n.name.clone(),
-                json!({
-                    "chainId": n.chain_id,
-                    "native": {
-                        "symbol": "ETH",
-                        "balance": format_units(&o.native_wei, 18),
-                        "valueUsd": native_usd.map(|u| round(u, 2)),
-                    },
-                    "tokens": tokens,
-                    "transactionCount": o.tx_count,
-                    "isContract": o.is_contract(),
-                    "eip7702Delegated": o.delegated(),
-                    "totalUsd": round(net_total, 2),
-                }),
-            );
         }
         let rules = RiskRules {
             dust_usd: self.p.dust_usd,
@@ -294,6 +217,102 @@ impl Stage for Portfolio {
         });
         ex.respond_ok_as_of(body, taken)
     }
+}
+
+impl Portfolio {
+    /// Every configured network's on-chain reading of `address`, each from its first RPC that
+    /// answers, cached per RPC and address for `ttl_s`; in the order of `networks`.
+    async fn read_networks(
+        &self,
+        address: &str,
+    ) -> Vec<Result<Fresh<portfolio::Onchain>, UpstreamError>> {
+        let hub = &*self.hub;
+        let limits = Limits {
+            timeout: Duration::from_millis(self.p.timeout_ms),
+            max_bytes: 1_000_000,
+        };
+        let ttl = Duration::from_secs(self.p.ttl_s);
+        let key_addr = address.to_ascii_lowercase();
+        join_all(self.p.networks.iter().map(|n| {
+            let tokens: Vec<TokenSpec> = n
+                .tokens
+                .iter()
+                .map(|t| TokenSpec {
+                    symbol: t.symbol.clone(),
+                    address: t.address.clone(),
+                    decimals: t.decimals,
+                    price: t.price.clone(),
+                })
+                .collect();
+            let key_addr = key_addr.clone();
+            async move {
+                let tokens = &tokens;
+                let key_addr = &key_addr;
+                first_ok(&n.rpc, |u| async move {
+                    hub.cached(
+                        format!("portfolio|{u}|{key_addr}"),
+                        ttl,
+                        portfolio::fetch_onchain(hub, &u, key_addr, tokens, limits),
+                    )
+                    .await
+                })
+                .await
+            }
+        }))
+        .await
+    }
+}
+
+/// One network's entry of the answer (native balance, tokens, totals) and the positions it adds
+/// to the risk figures; a balance without a price is shown but not valued.
+fn network_entry(
+    n: &NetworkParams,
+    o: &portfolio::Onchain,
+    spot: &SpotSet,
+) -> (Value, Vec<Position>) {
+    let native_usd = spot.price("ETH").map(|p| o.native_wei.scaled_f64(18) * p);
+    let mut net_total = native_usd.unwrap_or(0.0);
+    let mut positions = vec![Position {
+        symbol: "ETH".into(),
+        network: n.name.clone(),
+        value_usd: native_usd.unwrap_or(0.0),
+        stablecoin: false,
+    }];
+    let mut tokens = Vec::new();
+    for (t, raw) in n.tokens.iter().zip(o.tokens.iter()) {
+        let amount = raw.as_ref().map(|r| r.scaled_f64(t.decimals));
+        let usd = amount.and_then(|a| price_of(spot, &t.price).map(|p| a * p));
+        if let Some(u) = usd {
+            net_total += u;
+            positions.push(Position {
+                symbol: t.symbol.clone(),
+                network: n.name.clone(),
+                value_usd: u,
+                stablecoin: t.price == "USD",
+            });
+        }
+        tokens.push(json!({
+            "symbol": t.symbol,
+            "address": t.address,
+            "balance": raw.as_ref().map(|r| Value::String(format_units(r, t.decimals))).unwrap_or(Value::Null),
+            "valueUsd": usd.map(|u| round(u, 2)),
+            "stablecoin": t.price == "USD",
+        }));
+    }
+    let entry = json!({
+        "chainId": n.chain_id,
+        "native": {
+            "symbol": "ETH",
+            "balance": format_units(&o.native_wei, 18),
+            "valueUsd": native_usd.map(|u| round(u, 2)),
+        },
+        "tokens": tokens,
+        "transactionCount": o.tx_count,
+        "isContract": o.is_contract(),
+        "eip7702Delegated": o.delegated(),
+        "totalUsd": round(net_total, 2),
+    });
+    (entry, positions)
 }
 
 #[cfg(test)]
