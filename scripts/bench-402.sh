@@ -7,8 +7,9 @@
 # load from others on the machine falls on both; the best run of each is compared.
 # Prints req/s and p99 of every run, then the ratio. Goal (issue 17): ≥ 10× express, p99 ≤ 1 ms.
 # Env: BIN=path/to/paycall to measure a given build without building; BASELINE=path/to/paycall
-# adds another build (e.g. the previous commit's) to every round; CONNECTIONS (64), DURATION
-# (10), ROUNDS (2).
+# adds another build (e.g. the previous commit's) to every round; MINIMAL=1 adds the floor: a
+# std-only responder (scripts/minimal-402.rs, built with rustc) writing paycall's exact 402 bytes;
+# CONNECTIONS (64), DURATION (10), ROUNDS (2).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -69,6 +70,16 @@ if [ -n "${BASELINE:-}" ]; then B_URL="$(start_paycall "$BASELINE")/api/http?url
 
 P_URL="$PAYCALL/api/http?url=https%3A%2F%2Fexample.com%2F"
 E_URL="$EXPRESS/paid"
+M_URL=""
+if [ "${MINIMAL:-0}" = 1 ]; then
+  curl -s -i --raw "$P_URL" >"$WORK/402.bin"
+  rustc -O --edition 2021 scripts/minimal-402.rs -o "$WORK/minimal-402"
+  mport="$(free_port)"
+  "$WORK/minimal-402" "$WORK/402.bin" "127.0.0.1:$mport" & echo $! >>"$WORK/pids"
+  M_URL="http://127.0.0.1:$mport/api/http?url=https%3A%2F%2Fexample.com%2F"
+  for _ in $(seq 1 50); do [ "$(curl -s -o /dev/null -w '%{http_code}' "$M_URL" || true)" = 402 ] && break; sleep 0.1; done
+  echo "minimal $M_URL → paycall's 402, $(wc -c <"$WORK/402.bin") bytes with headers"
+fi
 for u in "$P_URL" "$E_URL" $B_URL; do
   code=$(curl -s -o /dev/null -w '%{http_code}' "$u")
   [ "$code" = 402 ] || { echo "bench-402: $u answered $code, not 402" >&2; cat "$WORK/paycall.err" >&2; exit 1; }
@@ -89,12 +100,17 @@ run() {
   echo "$rps $p99"
 }
 
-best_p=0 best_p99=0 best_e=0 best_e99=0 best_b=0 best_b99=0
+best_p=0 best_p99=0 best_e=0 best_e99=0 best_b=0 best_b99=0 best_m=0 best_m99=0
 for r in $(seq 1 "$ROUNDS"); do
   if [ -n "$B_URL" ]; then
     read -r rps p99 < <(run "$B_URL")
     printf 'round %d  baseline %10.0f req/s  p99 %6.2f ms\n' "$r" "$rps" "$p99"
     if awk "BEGIN{exit !($rps > $best_b)}"; then best_b=$rps best_b99=$p99; fi
+  fi
+  if [ -n "$M_URL" ]; then
+    read -r rps p99 < <(run "$M_URL")
+    printf 'round %d  minimal  %10.0f req/s  p99 %6.2f ms\n' "$r" "$rps" "$p99"
+    if awk "BEGIN{exit !($rps > $best_m)}"; then best_m=$rps best_m99=$p99; fi
   fi
   read -r rps p99 < <(run "$P_URL")
   printf 'round %d  paycall  %10.0f req/s  p99 %6.2f ms\n' "$r" "$rps" "$p99"
@@ -106,4 +122,5 @@ done
 printf 'best     paycall  %10.0f req/s  p99 %6.2f ms\n' "$best_p" "$best_p99"
 printf 'best     express  %10.0f req/s  p99 %6.2f ms\n' "$best_e" "$best_e99"
 [ -z "$B_URL" ] || printf 'best     baseline %10.0f req/s  p99 %6.2f ms\n' "$best_b" "$best_b99"
+[ -z "$M_URL" ] || printf 'best     minimal  %10.0f req/s  p99 %6.2f ms (the floor: paycall'"'"'s bytes, no server work)\n' "$best_m" "$best_m99"
 awk "BEGIN{printf \"ratio    paycall / express = %.1fx (goal >= 10x; paycall p99 goal <= 1 ms)\n\", $best_p / $best_e}"
