@@ -340,6 +340,59 @@ mod tests {
     }
 
     #[test]
+    fn a_network_entry_values_what_has_a_price_and_shows_the_rest() {
+        use crate::market::portfolio::RawAmount;
+        use crate::market::spot::Spot;
+        let n: NetworkParams = serde_json::from_value(json!({
+            "name": "base", "chain_id": 8453, "rpc": ["base_rpc"],
+            "tokens": [
+                {"symbol": "USDC", "address": "0xa", "decimals": 6, "price": "USD"},
+                {"symbol": "WBTC", "address": "0xb", "decimals": 8, "price": "BTC"},
+                {"symbol": "X", "address": "0xc", "decimals": 18, "price": "ETH"}
+            ]
+        }))
+        .unwrap();
+        let o = portfolio::Onchain {
+            upstream: "base_rpc".into(),
+            native_wei: RawAmount::from_digits("1500000000000000000").unwrap(),
+            tx_count: 7,
+            code: vec![],
+            // 250 USDC, 0.5 WBTC (no BTC price below), a failed balance call.
+            tokens: vec![
+                RawAmount::from_digits("250000000"),
+                RawAmount::from_digits("50000000"),
+                None,
+            ],
+        };
+        let spot = SpotSet {
+            upstream: "coinbase".into(),
+            spots: vec![Spot {
+                symbol: "ETH",
+                price_usd: 2000.0,
+                change_24h_pct: None,
+                high_24h: None,
+                low_24h: None,
+                volume_24h_base: None,
+                volume_24h_usd: None,
+            }],
+        };
+        let (entry, positions) = network_entry(&n, &o, &spot);
+        assert_eq!(entry["native"]["valueUsd"], json!(3000.0));
+        assert_eq!(entry["totalUsd"], json!(3250.0));
+        assert_eq!(entry["tokens"][0]["valueUsd"], json!(250.0));
+        assert_eq!(entry["tokens"][0]["stablecoin"], json!(true));
+        assert_eq!(entry["tokens"][1]["balance"], json!("0.5"));
+        assert_eq!(entry["tokens"][1]["valueUsd"], Value::Null);
+        assert_eq!(entry["tokens"][2]["balance"], Value::Null);
+        assert_eq!(entry["transactionCount"], json!(7));
+        let held: Vec<(&str, f64)> = positions
+            .iter()
+            .map(|p| (p.symbol.as_str(), p.value_usd))
+            .collect();
+        assert_eq!(held, [("ETH", 3000.0), ("USDC", 250.0)]);
+    }
+
+    #[test]
     fn addresses_are_evm_addresses() {
         assert!(valid_address("0xdF1D7b5C056D78F5aA14138a5695f7FF6F7aCFf3"));
         assert!(!valid_address("0xdF1D7b5C"));
