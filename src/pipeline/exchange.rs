@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::RouteSpec;
-use crate::market::UpstreamError;
 
 /// What a stage hands back to the chain runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,14 +235,14 @@ impl Exchange {
         Flow::Reply
     }
 
-    /// A market upstream failed: [`Self::fail_upstream`] with what the error says of itself
-    /// (status, code, upstream and when to come back).
-    pub fn fail_market(&mut self, e: &UpstreamError) -> Flow {
+    /// An upstream failed and its error says the rest: [`Self::fail_upstream`] with the error's
+    /// own status, code, upstream and when to come back.
+    pub fn fail_upstream_error(&mut self, e: &dyn UpstreamFailure) -> Flow {
         self.fail_upstream(
             e.status(),
             e.code(),
             &e.to_string(),
-            &e.upstream,
+            e.upstream(),
             e.retry_after_s(),
         )
     }
@@ -298,4 +297,18 @@ pub fn priced_block(route: &RouteSpec, accepts: &[crate::config::AcceptOption]) 
         "network": first.name,
         "payTo": first.pay_to,
     }))
+}
+
+/// What a failed upstream says of itself, so the engine can answer for a domain's error
+/// ([`Exchange::fail_upstream_error`]) without knowing the domain: the engine imports no domain
+/// module; the impls live with the stages that use them (`crate::stages`).
+pub trait UpstreamFailure: std::fmt::Display {
+    /// The HTTP status to answer (a 5xx, or 429/504 as the failure says).
+    fn status(&self) -> u16;
+    /// The stable error code.
+    fn code(&self) -> &str;
+    /// The upstream's configured name.
+    fn upstream(&self) -> &str;
+    /// Seconds after which the caller may retry, when the failure knows.
+    fn retry_after_s(&self) -> Option<u64>;
 }

@@ -14,4 +14,4 @@ pub use artefact::Artefact;
 pub use chain::{
     build_chain, params, BillingCase, BuildCtx, Chain, Phase, Services, Stage, StageFactory,
 };
-pub use exchange::{now_iso, priced_block, Exchange, Flow, Reply};
+pub use exchange::{now_iso, priced_block, Exchange, Flow, Reply, UpstreamFailure};

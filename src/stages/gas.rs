@@ -197,7 +197,7 @@ impl Stage for Gas {
         for (n, r) in self.p.networks.iter().zip(results) {
             let g = match r {
                 Ok(g) => g,
-                Err(e) => return ex.fail_market(&e),
+                Err(e) => return ex.fail_upstream_error(&e),
             };
             taken = taken.min(g.taken);
             sources.insert(n.name.clone(), Value::String(g.value.upstream.clone()));

@@ -134,7 +134,7 @@ impl<T: Any + Send + Sync> Stage for MarketSource<T> {
                 ex.slots.put(fresh);
                 Flow::Continue
             }
-            Err(e) => ex.fail_market(&e),
+            Err(e) => ex.fail_upstream_error(&e),
         }
     }
 }

@@ -61,6 +61,24 @@ pub static REGISTRY: &[StageFactory] = &[
     screenshot::FACTORY,
 ];
 
+/// The market's upstream errors answer through the engine's [`crate::pipeline::UpstreamFailure`]:
+/// implemented here, where stages join the two, so neither the engine nor the market imports the
+/// other.
+impl crate::pipeline::UpstreamFailure for crate::market::UpstreamError {
+    fn status(&self) -> u16 {
+        crate::market::UpstreamError::status(self)
+    }
+    fn code(&self) -> &str {
+        crate::market::UpstreamError::code(self)
+    }
+    fn upstream(&self) -> &str {
+        &self.upstream
+    }
+    fn retry_after_s(&self) -> Option<u64> {
+        crate::market::UpstreamError::retry_after_s(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::REGISTRY;

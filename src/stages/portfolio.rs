@@ -172,7 +172,7 @@ impl Stage for Portfolio {
         for (n, r) in self.p.networks.iter().zip(results) {
             let fresh = match r {
                 Ok(f) => f,
-                Err(e) => return ex.fail_market(&e),
+                Err(e) => return ex.fail_upstream_error(&e),
             };
             taken = taken.min(fresh.taken);
             let o = &fresh.value;

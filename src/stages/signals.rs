@@ -307,11 +307,11 @@ impl Stage for Signals {
         };
         let candles = match self.candles(&interval, gran).await {
             Ok(c) => c,
-            Err(e) => return ex.fail_market(&e),
+            Err(e) => return ex.fail_upstream_error(&e),
         };
         match body(&candles.value, &funding.value, &interval) {
             Ok(b) => ex.respond_ok_as_of(b, older(candles.taken, funding.taken)),
-            Err(e) => ex.fail_market(&e),
+            Err(e) => ex.fail_upstream_error(&e),
         }
     }
 }
