@@ -312,41 +312,29 @@ mod tests {
 
     /// The shipped config with its `facilitator:` block's first lines replaced by `block`.
     fn with(block: &str) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        std::fs::create_dir(dir.path().join("pipelines")).unwrap();
-        for e in std::fs::read_dir(root.join("pipelines")).unwrap() {
-            let p = e.unwrap().path();
-            std::fs::copy(
-                &p,
-                dir.path().join("pipelines").join(p.file_name().unwrap()),
-            )
-            .unwrap();
-        }
-        let text = std::fs::read_to_string(root.join("routes.yaml")).unwrap();
-        assert!(
-            text.contains(SINGLE),
-            "the shipped routes.yaml changed its facilitator block"
-        );
-        // Drop the single block (its indented lines) and put `block` in its place.
-        let mut out = String::new();
-        let mut skipping = false;
-        for line in text.lines() {
-            if line == "  facilitator:" {
-                skipping = true;
-                out.push_str(block);
-                continue;
+        super::super::tests::variant(|text| {
+            assert!(
+                text.contains(SINGLE),
+                "the shipped routes.yaml changed its facilitator block"
+            );
+            // Drop the single block (its indented lines) and put `block` in its place.
+            let mut out = String::new();
+            let mut skipping = false;
+            for line in text.lines() {
+                if line == "  facilitator:" {
+                    skipping = true;
+                    out.push_str(block);
+                    continue;
+                }
+                if skipping && line.starts_with("    ") {
+                    continue;
+                }
+                skipping = false;
+                out.push_str(line);
+                out.push('\n');
             }
-            if skipping && line.starts_with("    ") {
-                continue;
-            }
-            skipping = false;
-            out.push_str(line);
-            out.push('\n');
-        }
-        let path = dir.path().join("routes.yaml");
-        std::fs::write(&path, out).unwrap();
-        (dir, path)
+            out
+        })
     }
 
     fn env(extra: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {

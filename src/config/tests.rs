@@ -17,7 +17,7 @@ fn shipped() -> PathBuf {
 }
 
 /// A copy of the shipped config in a temp dir, with `edit` applied to routes.yaml.
-fn variant(edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
+pub(super) fn variant(edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::create_dir(dir.path().join("pipelines")).unwrap();
