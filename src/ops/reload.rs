@@ -124,8 +124,19 @@ impl Served {
         &self,
         req: &http::Request<hyper::body::Incoming>,
     ) -> Option<crate::pipeline::Reply> {
-        let index = *self.paid.get(req.uri().path())?;
-        server::unpaid_answer(&self.app, index, req.method(), req.headers())
+        self.unpaid_answer_for(req.method(), req.uri().path(), req.headers())
+    }
+
+    /// As `unpaid_answer`, from the parts of a request (`server::fast_challenge` reads them
+    /// without hyper).
+    pub fn unpaid_answer_for(
+        &self,
+        method: &http::Method,
+        path: &str,
+        headers: &http::HeaderMap,
+    ) -> Option<crate::pipeline::Reply> {
+        let index = *self.paid.get(path)?;
+        server::unpaid_answer(&self.app, index, method, headers)
     }
 
     /// The bounded route label of a request path.

@@ -7,7 +7,7 @@
 use futures_util::future::Either;
 use http::{Method, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use warp::Filter;
 use crate::ops::metrics::{method_label, OTHER};
 use crate::ops::reload::Live;
 
-/// The peer address of a connection, put in each request's extensions by `run`.
+/// The peer address of a connection, put in each request's extensions by `serve_with_hyper`.
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub SocketAddr);
 
@@ -36,6 +36,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let graceful = GracefulShutdown::new();
+    // Tells connections still on the unpaid-402 path to close when idle (hyper's are told by
+    // `graceful`, which also waits for both kinds).
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -53,48 +56,60 @@ pub async fn run(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let live = live.clone();
-        let svc =
-            hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(Peer(peer));
-                let served = live.served();
-                let route = served.label(req.uri().path());
-                let method = req.method().clone();
-                let paid = req.headers().contains_key("payment-signature");
-                let mut log = RequestLog::start(&method, route.as_deref(), req.uri().path());
-                if let Some(reply) = served.unpaid_answer(&req) {
-                    let resp = ready_402(&served, route, &method, paid, reply);
-                    log.finish(&resp);
-                    return Either::Left(std::future::ready(Ok(resp)));
-                }
-                let svc = hyper_util::service::TowerToHyperService::new(warp::service(
-                    served.filter.clone(),
-                ));
-                let fut = hyper::service::Service::call(&svc, req);
-                Either::Right(async move {
-                    let resp = fut.await;
-                    if let Ok(r) = &resp {
-                        count(
-                            &served.app.metrics,
-                            route.as_deref(),
-                            &method,
-                            r.status(),
-                            paid,
-                        );
-                        log.finish(r);
-                    }
-                    resp
-                })
-            });
-        let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-        let conn = graceful.watch(conn.into_owned());
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        // A connection starts on the unpaid-402 path and is handed to hyper at its first other
+        // request (`fast_challenge`).
+        tokio::spawn(super::fast_challenge::serve(
+            stream,
+            peer,
+            live.clone(),
+            graceful.watcher(),
+            stop_rx.clone(),
+        ));
     }
     drop(listener);
+    let _ = stop_tx.send(true);
     graceful.shutdown().await;
+}
+
+/// Serves the rest of a connection with hyper: every request `fast_challenge` does not answer
+/// (the bytes it already read are in `io`).
+pub(super) async fn serve_with_hyper<I>(io: I, peer: SocketAddr, live: Arc<Live>, watcher: Watcher)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(Peer(peer));
+        let served = live.served();
+        let route = served.label(req.uri().path());
+        let method = req.method().clone();
+        let paid = req.headers().contains_key("payment-signature");
+        let mut log = RequestLog::start(&method, route.as_deref(), req.uri().path());
+        if let Some(reply) = served.unpaid_answer(&req) {
+            let resp = ready_402(&served, route, &method, paid, reply);
+            log.finish(&resp);
+            return Either::Left(std::future::ready(Ok(resp)));
+        }
+        let svc =
+            hyper_util::service::TowerToHyperService::new(warp::service(served.filter.clone()));
+        let fut = hyper::service::Service::call(&svc, req);
+        Either::Right(async move {
+            let resp = fut.await;
+            if let Ok(r) = &resp {
+                count(
+                    &served.app.metrics,
+                    route.as_deref(),
+                    &method,
+                    r.status(),
+                    paid,
+                );
+                log.finish(r);
+            }
+            resp
+        })
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
+    let _ = watcher.watch(conn.into_owned()).await;
 }
 
 /// The one log line of a request (README: request id, route, status, charged, time taken).
@@ -134,6 +149,11 @@ impl RequestLog {
             .get::<crate::payment::paid::FacilitatorUsed>()
             .map(|f| f.0.clone());
         self.write(id, resp.status().as_u16(), outcome, facilitator.as_deref());
+    }
+
+    /// The log line of a reply written without hyper (`fast_challenge`): no payment.
+    pub fn finish_ready(&mut self, id: &str, status: StatusCode) {
+        self.write(id, status.as_u16(), None, None);
     }
 
     fn write(
@@ -186,6 +206,11 @@ fn ready_402(
     // Logged by the caller's RequestLog, as every request is.
     count(&served.app.metrics, route.as_deref(), method, status, paid);
     crate::server::respond::ready_response(status, reply.headers, body, &id)
+}
+
+/// Counts a ready-made unpaid answer written without hyper (`fast_challenge`).
+pub fn count_ready(served: &crate::ops::reload::Served, route: Option<&str>, status: StatusCode) {
+    count(&served.app.metrics, route, &Method::GET, status, false);
 }
 
 fn count(

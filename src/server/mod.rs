@@ -7,6 +7,7 @@ pub mod admin;
 pub mod availability;
 pub mod demo;
 pub mod discovery;
+pub mod fast_challenge;
 pub mod listen;
 pub mod reference;
 pub mod respond;

@@ -169,3 +169,135 @@ async fn the_ready_made_402_is_the_chains_and_follows_the_facilitators_fee_payer
     assert_eq!(chain["accepts"][1], solana);
     server.shutdown().await;
 }
+
+/// One response read off a raw connection: the head's lines (status line first) and the body.
+async fn read_response(
+    conn: &mut tokio::net::TcpStream,
+    pending: &mut Vec<u8>,
+) -> (Vec<String>, Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8(pending[..end].to_vec()).unwrap();
+            let lines: Vec<String> = head.split("\r\n").map(str::to_string).collect();
+            let length: usize = lines
+                .iter()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .expect("content-length")
+                .parse()
+                .unwrap();
+            if pending.len() >= end + 4 + length {
+                let body = pending[end + 4..end + 4 + length].to_vec();
+                pending.drain(..end + 4 + length);
+                return (lines, body);
+            }
+        }
+        assert!(Instant::now() < deadline, "no whole response in 10 s");
+        let mut chunk = [0u8; 16384];
+        let n = tokio::time::timeout(Duration::from_secs(10), conn.read(&mut chunk))
+            .await
+            .expect("an answer in 10 s")
+            .unwrap();
+        assert!(n > 0, "the connection closed mid-response");
+        pending.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The head's lines without the two that differ on every response.
+fn stable(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| !l.starts_with("x-request-id: ") && !l.starts_with("date: "))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_unpaid_gets_are_answered_before_hyper_with_the_same_bytes_and_the_rest_is_handed_over(
+) {
+    use tokio::io::AsyncWriteExt;
+    let fac = facilitator(Arc::new(Mutex::new(None))).await;
+    let (_dir, server) = serve_yaml(&routes_yaml(&fac), &[("paid", PAID)]).await;
+    let plain = b"GET /api/paid?q=1 HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n";
+    // A Content-Length (even 0) is not a plain GET: hyper answers it, on the same connection.
+    let other = b"GET /api/paid?q=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+
+    let mut conn = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut pending = Vec::new();
+    conn.write_all(plain).await.unwrap();
+    let (fast, fast_body) = read_response(&mut conn, &mut pending).await;
+    assert_eq!(fast[0], "HTTP/1.1 402 Payment Required");
+    conn.write_all(other).await.unwrap();
+    let (hyper, hyper_body) = read_response(&mut conn, &mut pending).await;
+    // Same status line, same headers in the same order, same body; a request id and a date each.
+    assert_eq!(stable(&fast), stable(&hyper));
+    assert_eq!(fast_body, hyper_body);
+    for lines in [&fast, &hyper] {
+        assert_eq!(lines.iter().filter(|l| l.starts_with("date: ")).count(), 1);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("x-request-id: "))
+                .count(),
+            1
+        );
+    }
+    assert_ne!(
+        fast.iter().find(|l| l.starts_with("x-request-id: ")),
+        hyper.iter().find(|l| l.starts_with("x-request-id: "))
+    );
+    let challenge: Value = serde_json::from_slice(&fast_body).unwrap();
+    assert_eq!(networks(&challenge), ["eip155:8453"]);
+    // After the handover, hyper keeps the connection: a plain GET is answered there too, and a
+    // paid route's unknown path is its 404.
+    conn.write_all(plain).await.unwrap();
+    let (again, again_body) = read_response(&mut conn, &mut pending).await;
+    assert_eq!(
+        (stable(&again), again_body),
+        (stable(&fast), fast_body.clone())
+    );
+    conn.write_all(b"GET /api/nothing HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let (missing, _) = read_response(&mut conn, &mut pending).await;
+    assert_eq!(missing[0], "HTTP/1.1 404 Not Found");
+
+    // A fresh connection: two requests in one write, then one written in three pieces, then a
+    // path that is not a paid route (handed over: 404) — each answered, in order.
+    let mut conn = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut pending = Vec::new();
+    conn.write_all(&[&plain[..], &plain[..]].concat())
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let (lines, body) = read_response(&mut conn, &mut pending).await;
+        assert_eq!((stable(&lines), body), (stable(&fast), fast_body.clone()));
+    }
+    for piece in [&plain[..10], &plain[10..30], &plain[30..]] {
+        conn.write_all(piece).await.unwrap();
+        conn.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (lines, body) = read_response(&mut conn, &mut pending).await;
+    assert_eq!((stable(&lines), body), (stable(&fast), fast_body.clone()));
+    conn.write_all(b"GET /status/nope HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let (missing, _) = read_response(&mut conn, &mut pending).await;
+    assert_eq!(missing[0], "HTTP/1.1 404 Not Found");
+    drop(conn);
+
+    // An idle connection still on this path does not hold up a shutdown.
+    let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut pending = Vec::new();
+    idle.write_all(plain).await.unwrap();
+    read_response(&mut idle, &mut pending).await;
+    let started = Instant::now();
+    server.shutdown().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "an idle connection held the shutdown for {:?}",
+        started.elapsed()
+    );
+}
