@@ -712,6 +712,27 @@ impl<'a> Pass<'a> {
                 top = a;
             }
         }
+        // Scores count commas: a comma-rich box (a list of places, of ingredients) can outscore
+        // an article written in short sentences elsewhere on the page. Where the page's
+        // paragraph text is mostly in one block, the choice holds less than half of it, and
+        // that block scores nearly as well, the block is the article.
+        if !off("mass") {
+            let m = self.paragraph_mass(body);
+            let (ms, ts) = (self.stat[m], self.stat[top]);
+            if m != body
+                && !dom.contains(m, top)
+                && !dom.contains(top, m)
+                && ts.ptext * 2 < ms.ptext
+                && ms.ptext >= 300
+                && ms.link_density() < 0.3
+                && score[m] >= score[first] * 0.5
+            {
+                if debug() {
+                    eprintln!("  mass {top} → {m} (ptext {} → {})", ts.ptext, ms.ptext);
+                }
+                top = m;
+            }
+        }
         let s = if score[top].is_nan() {
             self.init_score(top)
         } else {
@@ -775,6 +796,23 @@ impl<'a> Pass<'a> {
             self.add_cousins(top, first, top_score, score, &mut roots);
         }
         Some((roots, score.to_vec()))
+    }
+
+    /// The innermost element holding most of the page's link-free paragraph text: from `body`
+    /// down, while one child holds at least 60% of it.
+    fn paragraph_mass(&self, body: Ix) -> Ix {
+        let dom = self.dom;
+        let mut node = body;
+        loop {
+            let total = self.stat[node].ptext;
+            let next = dom.nodes[node].children.iter().copied().find(|&c| {
+                !self.gone[c] && dom.elem(c).is_some() && self.stat[c].ptext * 5 >= total * 3
+            });
+            match next {
+                Some(c) if total > 0 && !matches!(dom.tag(c), "p") => node = c,
+                _ => return node,
+            }
+        }
     }
 
     /// A sibling container that reads as the article's paragraphs: an intro or a closing
@@ -1527,6 +1565,17 @@ mod tests {
                     "Kirmes in Baunatal",
                     "Impressum",
                 ],
+            ),
+            (
+                "de-comma-sidebar",
+                include_str!("../../fixtures/pages/recall/de-comma-sidebar.html"),
+                &[
+                    "seit Sonntagmittag langsam zurück",
+                    "4,12 Meter",
+                    "mehr als 400 Mal im Einsatz",
+                    "Bundesstraße 3",
+                ],
+                &["Cookies", "Neuer Supermarkt", "Impressum"],
             ),
             (
                 "fr-definition-list",
