@@ -101,6 +101,10 @@ struct Regexes {
     cta: Regex,
     /// Short lines that are a byline or a dateline.
     byline_text: Regex,
+    /// End markers that open a comment section (the article does not resume after one).
+    comment_marker: Regex,
+    /// Consent banners' words ("we use cookies").
+    consent: Regex,
     /// The label an ad slot carries ("Anzeige", "Advertisement").
     ad_label: Regex,
 }
@@ -136,6 +140,12 @@ fn regexes() -> &'static Regexes {
             ),
             byline_text: re(
                 r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
+            ),
+            comment_marker: re(
+                r"comment|komment|koment|coment|reacti|reply|replies|коммент|have your say|tell us|join the|تعليق|评论|留言|コメント",
+            ),
+            consent: re(
+                r"\bcookies?\b|ciasteczk|personenbezogene daten|données personnelles|datos personales|ملفات تعريف الارتباط",
             ),
             ad_label: re(
                 r"^\W*(advertisement|advertising|sponsored|anzeige|werbung|reklama|publicité|publicidad|publicidade|pubblicità|advertentie|реклама|إعلان|广告)\W*$",
@@ -818,8 +828,8 @@ impl<'a> Pass<'a> {
     /// A sibling container that reads as the article's paragraphs: an intro or a closing
     /// paragraph in its own wrapper (`<div class="intro"><p>…</p></div>`), a part of the
     /// article after an ad. Readability unwraps single-paragraph divs into paragraphs; here
-    /// any container qualifies whose text is mostly link-free paragraph text, with no form and
-    /// no boilerplate name.
+    /// any container qualifies whose text is mostly link-free paragraph text, with no form, no
+    /// boilerplate name and no consent banner's words.
     fn is_paragraph_block(&self, s: Ix) -> bool {
         let dom = self.dom;
         let st = self.stat[s];
@@ -831,6 +841,7 @@ impl<'a> Pass<'a> {
             && st.embed == 0
             && class_weight(dom, s) >= 0.0
             && !regexes().furniture.is_match(&class_id(dom, s))
+            && !(st.len < 600 && regexes().consent.is_match(&dom.raw_text(s)))
     }
 
     /// Article text split over several containers of the same kind (`article__body` chunks
@@ -950,8 +961,50 @@ impl<'a> Pass<'a> {
             match self.furniture_cut(ix, root_ptext) {
                 Cut::Keep => {}
                 Cut::Element => self.remove(ix),
-                Cut::Rest => self.remove_from(ix),
+                Cut::Rest => self.end_article(ix),
             }
+        }
+    }
+
+    /// An end marker ("Related articles") at `ix`: removes it and its following siblings —
+    /// unless the article resumes after the related links (an inline "Sur le même sujet" box
+    /// in the middle of the text): two prose paragraphs in a row after the marker, not a
+    /// comment section, and the removal stops before them.
+    fn end_article(&mut self, ix: Ix) {
+        let dom = self.dom;
+        let Some(p) = dom.nodes[ix].parent else {
+            return;
+        };
+        let kids: Vec<Ix> = dom.nodes[p]
+            .children
+            .iter()
+            .copied()
+            .filter(|&k| !self.gone[k] && dom.elem(k).is_some())
+            .collect();
+        let Some(at) = kids.iter().position(|&k| k == ix) else {
+            self.remove_from(ix);
+            return;
+        };
+        let prose = |k: Ix| {
+            let st = self.stat[k];
+            dom.tag(k) == "p" && st.ptext >= 80 && st.link_density() < 0.25
+        };
+        let comments = regexes()
+            .comment_marker
+            .is_match(collapse_ws(&dom.raw_text(ix)).trim());
+        let resume = (at + 1..kids.len().saturating_sub(1))
+            .find(|&i| prose(kids[i]) && prose(kids[i + 1]))
+            .filter(|_| !comments && !off("resume"));
+        match resume {
+            Some(r) => {
+                if debug() {
+                    eprintln!("  end marker {ix}: the article resumes at {}", kids[r]);
+                }
+                for &k in &kids[at..r] {
+                    self.remove(k);
+                }
+            }
+            None => self.remove_from(ix),
         }
     }
 
@@ -1592,6 +1645,24 @@ mod tests {
                     "cookies",
                     "Particuliers",
                     "Prime à la naissance",
+                    "Mentions légales",
+                ],
+            ),
+            (
+                "fr-inline-related",
+                include_str!("../../fixtures/pages/recall/fr-inline-related.html"),
+                &[
+                    "cent mètres cubes par seconde",
+                    "quarante communes en alerte",
+                    "réduire leurs prélèvements de moitié",
+                    "Chinon et de Saint-Laurent",
+                    "étiage historique",
+                ],
+                &[
+                    "cookies",
+                    "Canicule de 2022",
+                    "nappes phréatiques",
+                    "Fête des vins",
                     "Mentions légales",
                 ],
             ),
