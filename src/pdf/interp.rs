@@ -7,7 +7,7 @@
 //! `content_left`, each form is decoded once and kept for its redraws, and interpretation stops
 //! when the budget is spent (`content_exhausted`) or the glyph collector is full.
 
-use lopdf::content::{Content, Operation};
+use lopdf::content::Operation;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -57,6 +57,20 @@ fn num(o: &Object) -> f32 {
         Object::Real(r) if r.is_finite() => *r,
         _ => 0.0,
     }
+}
+
+/// The operands an operator reads: with more than it takes (a bad token before them, an
+/// operand left over from an unknown operator), the last ones, as poppler's `Gfx::execOp` does.
+fn last_operands<'a>(operator: &str, operands: &'a [Object]) -> &'a [Object] {
+    let takes = match operator {
+        "Tj" | "'" | "TJ" | "Tc" | "Tw" | "Tz" | "TL" | "Ts" | "Do" => 1,
+        "Tf" | "Td" | "TD" => 2,
+        "\"" => 3,
+        "cm" | "Tm" => 6,
+        "q" | "Q" | "BT" | "ET" | "T*" => 0,
+        _ => return operands,
+    };
+    &operands[operands.len().saturating_sub(takes)..]
 }
 
 /// Per-document interpreter state: the font cache outlives pages.
@@ -236,8 +250,9 @@ impl<'d> Interp<'d> {
         let mut stack: Vec<GState> = Vec::new();
         let mut tm = ID;
         let mut tlm = ID;
-        for op in Content::decode_iter(content) {
-            let Ok(op) = op else { break };
+        // Our tolerant tokenizer, not lopdf's parser, which stopped at the first token it could
+        // not read and lost the rest of the page (issue 15).
+        for op in super::content::operations(content) {
             self.ops += 1;
             if self.ops % 2048 == 0 && Instant::now() >= self.deadline {
                 self.timed_out = true;
@@ -247,6 +262,7 @@ impl<'d> Interp<'d> {
                 return;
             }
             let Operation { operator, operands } = op;
+            let operands = last_operands(&operator, &operands);
             let n = |i: usize| operands.get(i).map(num).unwrap_or(0.0);
             match operator.as_str() {
                 // Past the bound, `q` is ignored (and the matching `Q` restores an older state).
@@ -626,5 +642,21 @@ impl<'d> Interp<'d> {
             }
         });
         *tm = m;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operator_reads_its_last_operands() {
+        let ops = [Object::Null, Object::string_literal("x")];
+        assert_eq!(last_operands("Tj", &ops), &ops[1..]);
+        assert_eq!(last_operands("Tj", &ops[1..]), &ops[1..]);
+        assert_eq!(last_operands("BT", &ops), &[] as &[Object]);
+        // Unknown operators keep theirs; too few stay too few.
+        assert_eq!(last_operands("sc", &ops), &ops[..]);
+        assert_eq!(last_operands("cm", &ops), &ops[..]);
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod cid_tables;
 pub mod cmap;
+pub mod content;
 pub mod fonts;
 pub mod interp;
 pub mod layout;
