@@ -684,7 +684,7 @@ impl Font {
             }
         };
         if let Some(tu) = &self.to_unicode {
-            if let Some(u) = tu(code, n.min(2) as u8) {
+            if let Some(u) = tu(code, n as u8) {
                 let t = clean(String::from_utf16_lossy(&u));
                 if !t.is_empty() {
                     return t;
