@@ -115,6 +115,15 @@ const HELVETICA_ASCII: [u16; 95] = [
     222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
 ];
 
+/// A character's advance in Helvetica (em): ASCII from its metrics, anything else 0.556 (for
+/// text drawn with no font program at hand: a form field's value without an appearance).
+pub fn helvetica_advance(c: char) -> f32 {
+    match c as u32 {
+        c @ 32..=126 => HELVETICA_ASCII[c as usize - 32] as f32 * GLYPH_SCALE,
+        _ => 0.556,
+    }
+}
+
 /// Text of a glyph name that the names alone tell: uniXXXX, uXXXX, ligatures, a few common
 /// names lopdf's list may lack. None: ask the glyph list.
 fn glyph_name_text(name: &[u8]) -> Option<String> {
