@@ -16,7 +16,7 @@ Type3 font whose glyphs are named by their codes, vertical writing (Identity-V),
 accents drawn over their letters, a TrueType cmap with Kangxi radical aliases,
 a space glyph the pen backs out of, `endstream` on
 the data's line, three- and four-byte codes of an embedded CMap, content-stream tokens lopdf's
-parser cannot read. fontTools
+parser cannot read, form fields, glyph names with a `.suffix`. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -697,6 +697,37 @@ def acroform_fields():
     write("acroform-fields", objs, "Consignee: Harbour Supplies Ltd\nCity: Rotterdam\nExpress:\nNotes:")
 
 
+# 20. Glyph names with a suffix after a dot (`eacute.alt`, `afii10049.ital`, Arabic fonts'
+#     `afii57415.isol`): the glyph list names the part before the dot (its specification's
+#     rule). A simple font whose Differences name every letter so, no ToUnicode.
+def glyph_name_suffixes():
+    words = [
+        ("Ångström", ["Aring.sc", "n", "g", "s", "t", "r", "odieresis.alt", "m"]),
+        ("café", ["c", "a", "f", "eacute.alt"]),
+        ("Straße", ["S", "t", "r", "a", "germandbls.sc", "e"]),
+        ("Привет", ["afii10033.ital", "afii10082.ital", "afii10074.ital", "afii10067.ital",
+                    "afii10070.ital", "afii10084.ital"]),
+    ]
+    names = []
+    for _, ns in words:
+        for n in ns:
+            if n not in names:
+                names.append(n)
+    code = {n: 33 + i for i, n in enumerate(names)}
+    shown = " ".join("".join("%02X" % code[n] for n in ns) for _, ns in words)
+    content = "BT /F1 14 Tf 72 720 Td <%s> Tj ET" % shown.replace(" ", "20")
+    diffs = "32 /space " + " ".join("/" + n for n in names)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /SuffixNames /FirstChar 32 /LastChar %d /Widths [%s] /Encoding << /Type /Encoding /Differences [%s] >> >>"
+        % (32 + len(names), " ".join(["250"] + ["600"] * len(names)), diffs),
+    ]
+    write("glyph-name-suffixes", objs, " ".join(w for w, _ in words))
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -716,4 +747,5 @@ endstream_same_line()
 wide_cmap_codes()
 bad_content_tokens()
 acroform_fields()
+glyph_name_suffixes()
 print("wrote", OUT)
