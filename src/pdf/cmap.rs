@@ -625,14 +625,26 @@ mod tests {
         assert_eq!(p.text.get(0x8EA1A3, 3), Some(vec![0x4E02]));
         assert_eq!(p.text.get(0x81308131, 4), Some(vec![0xD840, 0xDC00]));
         assert_eq!(p.text.get(0x81308132, 4), Some(vec![0xC2]));
-        assert_eq!(p.text.get(0x8EA1A3, 4), Some(vec![0x4E02]), "found by value");
+        assert_eq!(
+            p.text.get(0x8EA1A3, 4),
+            Some(vec![0x4E02]),
+            "found by value"
+        );
         assert_eq!(p.text.get(0x8EA200, 3), None);
     }
 
     #[test]
     fn wide_overlaps_resolve_to_the_later_entry() {
         // Later entries win; the sweep must give the same runs as painting code by code.
-        let entries = [(10u32, 50u32), (20, 30), (0, 5), (25, 60), (5, 5), (61, 61), (0, 100)];
+        let entries = [
+            (10u32, 50u32),
+            (20, 30),
+            (0, 5),
+            (25, 60),
+            (5, 5),
+            (61, 61),
+            (0, 100),
+        ];
         for n in 1..=entries.len() {
             let mut t = Table::default();
             for (i, &(lo, hi)) in entries[..n].iter().enumerate() {
@@ -657,8 +669,16 @@ mod tests {
         let t0 = Instant::now();
         let mut t = Table::default();
         for i in 0..100_000u32 {
-            let (lo, hi) = if i % 2 == 0 { (i * 7, i * 7 + 3) } else { (0, u32::MAX - i) };
-            t.entries.push(Entry { lo, hi, target: Target::Unit(1) });
+            let (lo, hi) = if i % 2 == 0 {
+                (i * 7, i * 7 + 3)
+            } else {
+                (0, u32::MAX - i)
+            };
+            t.entries.push(Entry {
+                lo,
+                hi,
+                target: Target::Unit(1),
+            });
         }
         t.seal_sparse();
         assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());

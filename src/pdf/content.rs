@@ -249,7 +249,9 @@ impl Ops<'_> {
         let mut i = 0;
         while i < run.len() {
             if run[i] == b'#' {
-                let hex = run.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+                let hex = run
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok());
                 if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                     out.push(v);
                     i += 3;
@@ -292,10 +294,11 @@ impl Ops<'_> {
                 Tok::Obj(o) => match key.take() {
                     Some(k) if dict.len() < MAX_ITEMS => dict.set(k, o),
                     Some(_) => {}
-                    None => match o {
-                        Object::Name(n) => key = Some(n),
-                        _ => {}
-                    },
+                    None => {
+                        if let Object::Name(n) = o {
+                            key = Some(n)
+                        }
+                    }
                 },
                 Tok::Op(_) | Tok::Bad => {}
                 Tok::Close | Tok::End => break,
@@ -423,7 +426,9 @@ fn inline_image_size(dict: &Dictionary) -> Option<usize> {
                 b"CMYK" | b"DeviceCMYK" => 4,
                 _ => return None,
             },
-            Some(Object::Array(a)) if matches!(a.first(), Some(Object::Name(n)) if n == b"I" || n == b"Indexed") => 1,
+            Some(Object::Array(a)) if matches!(a.first(), Some(Object::Name(n)) if n == b"I" || n == b"Indexed") => {
+                1
+            }
             _ => return None,
         }
     };

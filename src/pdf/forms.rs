@@ -90,7 +90,10 @@ pub fn field(doc: &Document, widget: &Dictionary) -> Option<Field> {
     };
     let value = match v? {
         Object::Name(n) if n.as_slice() == b"Off" => return None,
-        Object::Name(n) => String::from_utf8_lossy(n).chars().take(MAX_VALUE_CHARS).collect(),
+        Object::Name(n) => String::from_utf8_lossy(n)
+            .chars()
+            .take(MAX_VALUE_CHARS)
+            .collect(),
         Object::Array(items) => {
             let parts: Vec<String> = items
                 .iter()
@@ -141,7 +144,12 @@ pub fn default_appearance(doc: &Document, widget: &Dictionary) -> Option<Vec<u8>
             .and_then(|p| deref(doc, p).as_dict().ok());
     }
     let root = doc.trailer.get(b"Root").ok().map(|o| deref(doc, o))?;
-    let form = root.as_dict().ok()?.get(b"AcroForm").ok().map(|o| deref(doc, o))?;
+    let form = root
+        .as_dict()
+        .ok()?
+        .get(b"AcroForm")
+        .ok()
+        .map(|o| deref(doc, o))?;
     match form.as_dict().ok()?.get(b"DA").map(|o| deref(doc, o)) {
         Ok(Object::String(s, _)) => Some(s.clone()),
         _ => None,
@@ -174,7 +182,14 @@ mod tests {
         let w = dictionary! { "T" => s("n"), "FT" => "Tx", "V" => utf16 };
         assert_eq!(field(&doc, &w).unwrap().value, "Jö");
         let w = dictionary! { "T" => s("ok"), "FT" => "Btn", "V" => "Yes" };
-        assert_eq!(field(&doc, &w).unwrap(), Field { name: "ok".into(), kind: "checkbox", value: "Yes".into() });
+        assert_eq!(
+            field(&doc, &w).unwrap(),
+            Field {
+                name: "ok".into(),
+                kind: "checkbox",
+                value: "Yes".into()
+            }
+        );
         let w = dictionary! { "T" => s("r"), "FT" => "Btn", "Ff" => 1 << 15, "V" => "B" };
         assert_eq!(field(&doc, &w).unwrap().kind, "radio");
         let w = dictionary! { "T" => s("c"), "FT" => "Ch", "V" => vec![s("red"), s("blue")] };
@@ -214,7 +229,10 @@ mod tests {
         let mut doc = Document::with_version("1.7");
         let a = doc.new_object_id();
         let b = doc.add_object(dictionary! { "T" => s("b"), "Parent" => a });
-        doc.objects.insert(a, Object::Dictionary(dictionary! { "T" => s("a"), "Parent" => b }));
+        doc.objects.insert(
+            a,
+            Object::Dictionary(dictionary! { "T" => s("a"), "Parent" => b }),
+        );
         let w = dictionary! { "FT" => "Tx", "V" => s("x"), "Parent" => a };
         let f = field(&doc, &w).unwrap();
         assert_eq!(f.value, "x");
