@@ -15,7 +15,8 @@ CJK collections through Identity-H without ToUnicode, a CFF font's built-in enco
 Type3 font whose glyphs are named by their codes, vertical writing (Identity-V), TeX's
 accents drawn over their letters, a TrueType cmap with Kangxi radical aliases,
 a space glyph the pen backs out of, `endstream` on
-the data's line. fontTools
+the data's line, three- and four-byte codes of an embedded CMap, content-stream tokens lopdf's
+parser cannot read, form fields, glyph names with a `.suffix`. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -598,6 +599,135 @@ def endstream_same_line():
     write("endstream-same-line", objs, "Typesetting ancient Greek")
 
 
+# 17. An embedded Encoding CMap with three- and four-byte codes (EUC-TW's four-byte `8EA1xxxx`
+#     plane codes, EUC-JP's three-byte `8Fxxxx`), ASCII as one byte; CIDs by cidrange and a
+#     ToUnicode over the same code space (bfrange and bfchar at each length).
+def wide_cmap_codes():
+    words = [("Invoice", None), ("發票", 4), ("total", None), ("臺北", 4), ("ward", None), ("丂丄", 3)]
+    four = {"發": 0x8EA1C4A1, "票": 0x8EA1C4A2, "臺": 0x8EA1C4A3, "北": 0x8EA1C4A4}
+    three = {"丂": 0x8FB0A1, "丄": 0x8FB0A2}
+    data = bytearray()
+    for i, (w, n) in enumerate(words):
+        if i:
+            data += b" "
+        for ch in w:
+            if n == 4:
+                data += four[ch].to_bytes(4, "big")
+            elif n == 3:
+                data += three[ch].to_bytes(3, "big")
+            else:
+                data += ch.encode("ascii")
+    space = ("3 begincodespacerange <00> <7F> <8FA1A1> <8FFEFE> <8EA1A1A1> <8EA7FEFE> "
+             "endcodespacerange\n")
+    enc = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+           "/CMapName /Wide-H def /CMapType 1 def\n" + space +
+           "3 begincidrange <20> <7E> 1 <8EA1C4A1> <8EA1C4A4> 200 <8FB0A1> <8FB0A2> 300 endcidrange\n"
+           "endcmap CMapName currentdict /CMap defineresource pop end end\n")
+    tu = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+          "/CMapName /Wide-UCS def /CMapType 2 def\n" + space +
+          "2 beginbfrange <20> <7E> <0020> <8EA1C4A1> <8EA1C4A2> [<767C> <7968>] endbfrange\n"
+          "4 beginbfchar <8EA1C4A3> <81FA> <8EA1C4A4> <5317> <8FB0A1> <4E02> <8FB0A2> <4E04> endbfchar\n"
+          "endcmap CMapName currentdict /CMap defineresource pop end end\n")
+    content = "BT /F1 12 Tf 72 720 Td <%s> Tj ET" % data.hex().upper()
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /Wide /Encoding 6 0 R /DescendantFonts [7 0 R] /ToUnicode 8 0 R >>",
+        stream(enc, "/Type /CMap /CMapName /Wide-H /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >>"),
+        "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Wide /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 1000 /W [1 95 500] >>",
+        stream(tu, compress=True),
+    ]
+    write("cmap-wide-codes", objs, " ".join(w for w, _ in words))
+
+
+# 18. Content streams with tokens lopdf's parser cannot read, which made it stop and lose the rest
+#     of the page: a stray `)`, an operator spelt with `.` and `_`, `1.2.3`, a lone `>`, an
+#     unmatched `}`, an inline image whose unfiltered data holds ` EI ` and `(`. poppler drops
+#     the operation the bad token lands in and reads on.
+def bad_content_tokens():
+    img = b"\x00 EI (\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a"  # 16 bytes, as W × H says
+    content = (b"BT /F1 12 Tf 72 720 Td (Shipping notice for order 5521) Tj ET\n"
+               b"q 0.5 0 0 0.5 0 0 cm ) Q\n"
+               b"BT /F1 12 Tf 72 700 Td (Carrier North Freight) Tj ET\n"
+               b"my_op.x 1 0 0 RG\n"
+               b"BT /F1 12 Tf 72 680 Td (Parcels 1.2.3 sealed) Tj 1.2.3 Tc 0 Tc ET\n"
+               b"BT /F1 12 Tf > 72 660 Td (Signed by the warehouse clerk) Tj ET } \n"
+               b"q 16 0 0 1 72 600 cm BI /W 16 /H 1 /BPC 8 /CS /G ID " + img + b"\nEI Q\n"
+               b"BT /F1 12 Tf 72 640 Td (Received in good order) Tj ET\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+    write("bad-content-tokens", objs,
+          "Shipping notice for order 5521\nCarrier North Freight\nParcels 1.2.3 sealed\n"
+          "Signed by the warehouse clerk\nReceived in good order")
+
+
+# 19. A form as the answer's `fields` lists it: a field named through its parent
+#     (`shipment.consignee`), a filled field with no appearance stream (viewers and poppler make
+#     one from /DA and /V), a checked check box whose appearance is a drawn tick, an empty
+#     field, a hidden one; each value just after its label, as forms place them. Text: what
+#     the page and the appearances show, as pdftotext reads it.
+def acroform_fields():
+    content = ("BT /F1 12 Tf 72 720 Td (Consignee:) Tj 0 -30 Td (City:) Tj 0 -30 Td (Express:) Tj "
+               "0 -30 Td (Notes:) Tj ET")
+    ap1 = "/Tx BMC BT /F1 12 Tf 2 4 Td (Harbour Supplies Ltd) Tj ET EMC"
+    tick = "0 g 2 2 m 8 0 l 16 16 l S"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [5 0 R 12 0 R 13 0 R] /DA (/Helv 12 Tf 0 g) /DR << /Font << /Helv 11 0 R >> >> >> >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 11 0 R >> >>", "/Annots [6 0 R 7 0 R 8 0 R 12 0 R 13 0 R]"),
+        stream(content),
+        "<< /T (shipment) /FT /Tx /Kids [6 0 R 7 0 R] >>",
+        "<< /Type /Annot /Subtype /Widget /T (consignee) /Parent 5 0 R /V (Harbour Supplies Ltd) /Rect [138 714 388 734] /P 3 0 R /AP << /N 9 0 R >> >>",
+        "<< /Type /Annot /Subtype /Widget /T (city) /Parent 5 0 R /V (Rotterdam) /DA (/Helv 12 Tf 0 g) /Rect [108 684 358 704] /P 3 0 R >>",
+        "<< /Type /Annot /Subtype /Widget /FT /Btn /T (express) /V /Yes /AS /Yes /Rect [128 654 148 674] /P 3 0 R /AP << /N << /Yes 10 0 R /Off 14 0 R >> >> >>",
+        stream(ap1, "/Type /XObject /Subtype /Form /BBox [0 0 250 20] /Resources << /Font << /F1 11 0 R >> >>"),
+        stream(tick, "/Type /XObject /Subtype /Form /BBox [0 0 20 20]"),
+        HELV,
+        "<< /Type /Annot /Subtype /Widget /FT /Tx /T (notes) /Rect [118 624 368 644] /P 3 0 R /AP << /N 14 0 R >> >>",
+        "<< /Type /Annot /Subtype /Widget /FT /Tx /T (internal) /V (do not show) /F 2 /Rect [118 600 368 620] /P 3 0 R >>",
+        stream("/Tx BMC EMC", "/Type /XObject /Subtype /Form /BBox [0 0 250 20]"),
+    ]
+    write("acroform-fields", objs, "Consignee: Harbour Supplies Ltd\nCity: Rotterdam\nExpress:\nNotes:")
+
+
+# 20. Glyph names with a suffix after a dot (`eacute.alt`, `afii10049.ital`, Arabic fonts'
+#     `afii57415.isol`): the glyph list names the part before the dot (its specification's
+#     rule). A simple font whose Differences name every letter so, no ToUnicode.
+def glyph_name_suffixes():
+    words = [
+        ("Ångström", ["Aring.sc", "n", "g", "s", "t", "r", "odieresis.alt", "m"]),
+        ("café", ["c", "a", "f", "eacute.alt"]),
+        ("Straße", ["S", "t", "r", "a", "germandbls.sc", "e"]),
+        ("Привет", ["afii10033.ital", "afii10082.ital", "afii10074.ital", "afii10067.ital",
+                    "afii10070.ital", "afii10084.ital"]),
+    ]
+    names = []
+    for _, ns in words:
+        for n in ns:
+            if n not in names:
+                names.append(n)
+    code = {n: 33 + i for i, n in enumerate(names)}
+    shown = " ".join("".join("%02X" % code[n] for n in ns) for _, ns in words)
+    content = "BT /F1 14 Tf 72 720 Td <%s> Tj ET" % shown.replace(" ", "20")
+    diffs = "32 /space " + " ".join("/" + n for n in names)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /SuffixNames /FirstChar 32 /LastChar %d /Widths [%s] /Encoding << /Type /Encoding /Differences [%s] >> >>"
+        % (32 + len(names), " ".join(["250"] + ["600"] * len(names)), diffs),
+    ]
+    write("glyph-name-suffixes", objs, " ".join(w for w, _ in words))
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -614,4 +744,8 @@ tex_accents()
 truetype_cmap_aliases()
 space_backed_out()
 endstream_same_line()
+wide_cmap_codes()
+bad_content_tokens()
+acroform_fields()
+glyph_name_suffixes()
 print("wrote", OUT)

@@ -4,11 +4,12 @@
 //! Why not lopdf's own CMap parser: after parsing, it builds a reverse map (Unicode → codes) by
 //! walking every code of every range, so one `<00000000> <FFFFFFFF>` range in a 100-byte CMap
 //! costs 2^32 steps and gigabytes (issue 21; `fixtures/hostile/lopdf-cmap-range.pdf` shows it
-//! for a report to its authors). We never need the reverse map, and the text layer only looks up
-//! one- and two-byte codes, so entries with longer codes are skipped and the number of entries
-//! is capped. Overlaps resolve as in lopdf (the later entry wins), by painting each code's
-//! table once from the last entry backwards (a "next unpainted code" union-find makes that
-//! linear in codes + entries), then keeping only the runs.
+//! for a report to its authors). We never need the reverse map; the number of entries is
+//! capped. Overlaps resolve as in lopdf (the later entry wins): for one- and two-byte codes by
+//! painting each code's table once from the last entry backwards (a "next unpainted code"
+//! union-find makes that linear in codes + entries), for three- and four-byte codes (CJK
+//! Encoding CMaps and their ToUnicode maps; a table of 2^32 codes is not an option) by a sweep
+//! over the entries' intervals (`Table::seal_sparse`); either way only the runs are kept.
 //!
 //! The reader is lenient the way viewers are: it tokenises the stream (hex strings, arrays,
 //! keywords; comments, names, numbers and literal strings skipped) and reads the sections it
@@ -79,6 +80,54 @@ impl Table {
         }
     }
 
+    /// `seal` for codes of three or four bytes, without a table per code: the entries from the
+    /// last backwards, each owning the parts of its interval no later entry owns. `covered`
+    /// holds the owned codes as merged, disjoint intervals (start → end), so every interval a
+    /// gap walk steps over is merged away: O(n log n) in entries, whatever they overlap.
+    fn seal_sparse(&mut self) {
+        use std::collections::BTreeMap;
+        let mut covered: BTreeMap<u32, u32> = BTreeMap::new();
+        for (k, e) in self.entries.iter().enumerate().rev() {
+            let k = k as u32;
+            // The gaps of [lo, hi] between covered intervals become this entry's runs.
+            let mut c = Some(e.lo);
+            if let Some((_, &end)) = covered.range(..=e.lo).next_back() {
+                if end >= e.lo {
+                    c = end.checked_add(1);
+                }
+            }
+            while let Some(from) = c.filter(|&c| c <= e.hi) {
+                match covered.range(from..).next() {
+                    Some((&start, &end)) if start <= e.hi => {
+                        if start > from {
+                            self.runs.push((from, start - 1, k));
+                        }
+                        c = end.checked_add(1);
+                    }
+                    _ => {
+                        self.runs.push((from, e.hi, k));
+                        c = None;
+                    }
+                }
+            }
+            // Merge [lo, hi] with every covered interval it overlaps or touches.
+            let (mut lo, mut hi) = (e.lo, e.hi);
+            let touching: Vec<(u32, u32)> = covered
+                .range(..=e.hi.saturating_add(1))
+                .rev()
+                .take_while(|(_, &end)| end.saturating_add(1) >= e.lo)
+                .map(|(&s, &e)| (s, e))
+                .collect();
+            for (s, end) in touching {
+                covered.remove(&s);
+                lo = lo.min(s);
+                hi = hi.max(end);
+            }
+            covered.insert(lo, hi);
+        }
+        self.runs.sort_unstable();
+    }
+
     fn get(&self, code: u32) -> Option<Vec<u16>> {
         let i = self.runs.partition_point(|r| r.1 < code);
         let &(_, _, k) = self.runs.get(i).filter(|r| r.0 <= code)?;
@@ -98,11 +147,13 @@ impl Table {
     }
 }
 
-/// A font's ToUnicode map, for one- and two-byte codes.
+/// A font's ToUnicode map (or an Encoding CMap's CIDs), one table per code length.
 #[derive(Debug, Default)]
 pub struct ToUnicode {
     one: Table,
     two: Table,
+    three: Table,
+    four: Table,
 }
 
 impl ToUnicode {
@@ -110,10 +161,14 @@ impl ToUnicode {
     /// other length is found by its value, as poppler and pdf.js do: producers write
     /// `<41>` entries for two-byte Identity-H fonts and `<0041>` entries for simple fonts
     /// (issue 15: a whole document's glyphs were dropped for that).
+    /// Codes of three or four bytes are looked up at their own length, then, as poppler looks
+    /// codes up by value whatever their length, at the other wide length.
     pub fn get(&self, code: u32, len: u8) -> Option<Vec<u16>> {
         let (exact, other) = match len {
             1 => (&self.one, &self.two),
             2 => (&self.two, &self.one),
+            3 => return self.three.get(code).or_else(|| self.four.get(code)),
+            4 => return self.four.get(code).or_else(|| self.three.get(code)),
             _ => return None,
         };
         exact.get(code).or_else(|| {
@@ -127,22 +182,41 @@ impl ToUnicode {
 
     /// No entry at all.
     pub fn is_empty(&self) -> bool {
-        self.one.runs.is_empty() && self.two.runs.is_empty()
+        [&self.one, &self.two, &self.three, &self.four]
+            .iter()
+            .all(|t| t.runs.is_empty())
     }
 
-    /// A CID map's CID for `code` (its one-unit target).
+    fn table(&self, len: u8) -> &Table {
+        match len {
+            1 => &self.one,
+            2 => &self.two,
+            3 => &self.three,
+            _ => &self.four,
+        }
+    }
+
+    /// A CID map's CID for `code` of `len` bytes (its one-unit target).
     pub fn cid(&self, code: u32, len: u8) -> Option<u32> {
-        let t = if len == 1 { &self.one } else { &self.two };
+        let t = self.table(len);
         t.get(code).and_then(|u| u.first().copied()).map(u32::from)
     }
 
     fn put(&mut self, lo: u32, hi: u32, len: u8, target: Target) {
-        let t = if len == 1 {
-            &mut self.one
-        } else {
-            &mut self.two
+        let t = match len {
+            1 => &mut self.one,
+            2 => &mut self.two,
+            3 => &mut self.three,
+            _ => &mut self.four,
         };
         t.entries.push(Entry { lo, hi, target });
+    }
+
+    fn seal(&mut self) {
+        self.one.seal(8);
+        self.two.seal(16);
+        self.three.seal_sparse();
+        self.four.seal_sparse();
     }
 }
 
@@ -246,10 +320,10 @@ fn hex_bytes(h: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// A source code and its length in bytes; None for codes the text layer never looks up.
+/// A source code and its length in bytes (1 to 4, as code space ranges allow); None otherwise.
 fn source(h: &[u8]) -> Option<(u32, u8)> {
     let bytes = hex_bytes(h);
-    if bytes.is_empty() || bytes.len() > 2 {
+    if bytes.is_empty() || bytes.len() > 4 {
         return None;
     }
     Some((
@@ -450,10 +524,8 @@ pub fn parse_cmap(stream: &[u8]) -> Parsed {
         }
     }
     out.text = text;
-    for t in [&mut out.text, &mut out.cids] {
-        t.one.seal(8);
-        t.two.seal(16);
-    }
+    out.text.seal();
+    out.cids.seal();
     out
 }
 
@@ -499,7 +571,9 @@ mod tests {
     #[test]
     fn a_range_over_every_four_byte_code_costs_nothing() {
         let t = Instant::now();
-        assert!(parse(HOSTILE_FULL_RANGE.as_bytes()).is_none());
+        let c = parse(HOSTILE_FULL_RANGE.as_bytes()).unwrap();
+        assert_eq!(c.get(0x0000_0002, 4), Some(vec![0x43]));
+        assert_eq!(c.get(0xFFFF_FFFF, 4), Some(vec![0x40]), "the unit wraps");
         // And 100,000 ranges of 65,536 two-byte codes each.
         let mut s = String::from("100000 beginbfrange\n");
         for i in 0..100_000u32 {
@@ -530,6 +604,84 @@ mod tests {
         assert_eq!(p.cids.cid(0x8002, 2), Some(301));
         assert_eq!(p.cids.cid(0x41, 1), Some(7));
         assert_eq!(next_code(&[], &[0xAB, 0xCD]), (0xAB, 1));
+    }
+
+    #[test]
+    fn three_and_four_byte_codes_are_looked_up() {
+        let p = parse_cmap(
+            b"3 begincodespacerange <00> <7F> <8E0000> <8EFFFF> <81000000> <81FFFFFF> \
+              endcodespacerange 2 begincidrange <8EA1A1> <8EA1FE> 500 <81308130> <81308139> 900 \
+              endcidrange 1 begincidchar <81308135> 7 endcidchar \
+              2 beginbfrange <8EA1A1> <8EA1FE> <4E00> <81308130> <81308139> <00C0> endbfrange \
+              1 beginbfchar <81308131> <D840DC00> endbfchar",
+        );
+        let b = [0x41, 0x8E, 0xA1, 0xA3, 0x81, 0x30, 0x81, 0x31];
+        assert_eq!(next_code(&p.spaces, &b[1..]), (0x8EA1A3, 3));
+        assert_eq!(next_code(&p.spaces, &b[4..]), (0x81308131, 4));
+        assert_eq!(p.cids.cid(0x8EA1A3, 3), Some(502));
+        assert_eq!(p.cids.cid(0x81308134, 4), Some(904));
+        assert_eq!(p.cids.cid(0x81308135, 4), Some(7), "the later entry wins");
+        assert_eq!(p.cids.cid(0x81308136, 4), Some(906));
+        assert_eq!(p.text.get(0x8EA1A3, 3), Some(vec![0x4E02]));
+        assert_eq!(p.text.get(0x81308131, 4), Some(vec![0xD840, 0xDC00]));
+        assert_eq!(p.text.get(0x81308132, 4), Some(vec![0xC2]));
+        assert_eq!(
+            p.text.get(0x8EA1A3, 4),
+            Some(vec![0x4E02]),
+            "found by value"
+        );
+        assert_eq!(p.text.get(0x8EA200, 3), None);
+    }
+
+    #[test]
+    fn wide_overlaps_resolve_to_the_later_entry() {
+        // Later entries win; the sweep must give the same runs as painting code by code.
+        let entries = [
+            (10u32, 50u32),
+            (20, 30),
+            (0, 5),
+            (25, 60),
+            (5, 5),
+            (61, 61),
+            (0, 100),
+        ];
+        for n in 1..=entries.len() {
+            let mut t = Table::default();
+            for (i, &(lo, hi)) in entries[..n].iter().enumerate() {
+                t.entries.push(Entry {
+                    lo: lo | 0x0100_0000,
+                    hi: hi | 0x0100_0000,
+                    target: Target::Unit(i as u16),
+                });
+            }
+            t.seal_sparse();
+            for code in 0..=101u32 {
+                let want = entries[..n]
+                    .iter()
+                    .rposition(|&(lo, hi)| lo <= code && code <= hi);
+                let got = t.get(code | 0x0100_0000).map(|u| u[0]);
+                let want = want.map(|k| k as u16 + (code - entries[k].0) as u16);
+                assert_eq!(got, want, "{n} entries, code {code}");
+            }
+            assert!(t.runs.windows(2).all(|w| w[0].1 < w[1].0));
+        }
+        // 100,000 nested and crossing four-byte ranges stay fast.
+        let t0 = Instant::now();
+        let mut t = Table::default();
+        for i in 0..100_000u32 {
+            let (lo, hi) = if i % 2 == 0 {
+                (i * 7, i * 7 + 3)
+            } else {
+                (0, u32::MAX - i)
+            };
+            t.entries.push(Entry {
+                lo,
+                hi,
+                target: Target::Unit(1),
+            });
+        }
+        t.seal_sparse();
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     }
 
     #[test]

@@ -115,6 +115,15 @@ const HELVETICA_ASCII: [u16; 95] = [
     222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
 ];
 
+/// A character's advance in Helvetica (em): ASCII from its metrics, anything else 0.556 (for
+/// text drawn with no font program at hand: a form field's value without an appearance).
+pub fn helvetica_advance(c: char) -> f32 {
+    match c as u32 {
+        c @ 32..=126 => HELVETICA_ASCII[c as usize - 32] as f32 * GLYPH_SCALE,
+        _ => 0.556,
+    }
+}
+
 /// Text of a glyph name that the names alone tell: uniXXXX, uXXXX, ligatures, a few common
 /// names lopdf's list may lack. None: ask the glyph list.
 fn glyph_name_text(name: &[u8]) -> Option<String> {
@@ -206,11 +215,14 @@ fn glyph_list_text(
                 parts.concat().into()
             }
         }
+        // The glyph list is asked for the name before its first dot (the glyph list
+        // specification's rule): `afii57415.isol`, `uni06CC.medi`, `alef.fina` are the letter's
+        // positional forms (issue 15: a Farsi font chart lost every letter so named).
         None => {
             let mut enc = Dictionary::new();
             enc.set(
                 "Differences",
-                Object::Array(vec![Object::Integer(65), Object::Name(name.to_vec())]),
+                Object::Array(vec![Object::Integer(65), Object::Name(base.to_vec())]),
             );
             let mut font = Dictionary::new();
             font.set("Type", Object::Name(b"Font".to_vec()));
@@ -218,7 +230,7 @@ fn glyph_list_text(
             match font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES) {
                 Ok(e) => match e.bytes_to_string(&[65]) {
                     // A name the list does not know makes lopdf fall back to Standard: "A".
-                    Ok(s) if s != "A" || name == b"A" => s.into(),
+                    Ok(s) if s != "A" || base == b"A" => s.into(),
                     _ => "".into(),
                 },
                 Err(_) => "".into(),
@@ -684,7 +696,7 @@ impl Font {
             }
         };
         if let Some(tu) = &self.to_unicode {
-            if let Some(u) = tu(code, n.min(2) as u8) {
+            if let Some(u) = tu(code, n as u8) {
                 let t = clean(String::from_utf16_lossy(&u));
                 if !t.is_empty() {
                     return t;
@@ -856,7 +868,9 @@ fn cid_to_gid(doc: &Document, desc: &Dictionary) -> Option<Vec<u16>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{alias_rank, glyph_name_text, numeric_glyph_name, SYMBOL};
+    use super::{alias_rank, glyph_list_text, glyph_name_text, numeric_glyph_name, SYMBOL};
+    use lopdf::Document;
+    use std::collections::HashMap;
 
     #[test]
     fn a_glyph_of_several_characters_reads_as_the_ordinary_one() {
@@ -899,5 +913,19 @@ mod tests {
         assert_eq!(glyph_name_text(b"g123"), None);
         // A part only the glyph list knows: asked there, not spelled out.
         assert_eq!(glyph_name_text(b"afii57444_afii57411"), None);
+    }
+
+    #[test]
+    fn the_glyph_list_is_asked_for_the_name_before_its_suffix() {
+        let doc = Document::with_version("1.5");
+        let mut cache = HashMap::new();
+        let mut t = |n: &[u8]| glyph_list_text(&doc, n, &mut cache).to_string();
+        assert_eq!(t(b"afii57415.isol"), "\u{627}");
+        assert_eq!(t(b"afii57421.init"), "\u{62D}");
+        assert_eq!(t(b"afii57444_afii57411.fina"), "\u{644}\u{623}");
+        assert_eq!(t(b"Aring.sc"), "\u{C5}");
+        assert_eq!(t(b"A.alt"), "A");
+        assert_eq!(t(b"notaglyph.isol"), "");
+        assert_eq!(t(b".notdef"), "");
     }
 }

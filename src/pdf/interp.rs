@@ -7,7 +7,7 @@
 //! `content_left`, each form is decoded once and kept for its redraws, and interpretation stops
 //! when the budget is spent (`content_exhausted`) or the glyph collector is full.
 
-use lopdf::content::{Content, Operation};
+use lopdf::content::Operation;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -59,6 +59,20 @@ fn num(o: &Object) -> f32 {
     }
 }
 
+/// The operands an operator reads: with more than it takes (a bad token before them, an
+/// operand left over from an unknown operator), the last ones, as poppler's `Gfx::execOp` does.
+fn last_operands<'a>(operator: &str, operands: &'a [Object]) -> &'a [Object] {
+    let takes = match operator {
+        "Tj" | "'" | "TJ" | "Tc" | "Tw" | "Tz" | "TL" | "Ts" | "Do" => 1,
+        "Tf" | "Td" | "TD" => 2,
+        "\"" => 3,
+        "cm" | "Tm" => 6,
+        "q" | "Q" | "BT" | "ET" | "T*" => 0,
+        _ => return operands,
+    };
+    &operands[operands.len().saturating_sub(takes)..]
+}
+
 /// Per-document interpreter state: the font cache outlives pages.
 pub struct Interp<'d> {
     doc: &'d Document,
@@ -77,6 +91,10 @@ pub struct Interp<'d> {
     pub content_exhausted: bool,
     /// Forms decoded so far, kept for their redraws.
     forms: HashMap<ObjectKey, Rc<Vec<u8>>>,
+    /// The filled-in form fields of the page read last (its widgets, in /Annots order).
+    pub fields: Vec<super::forms::Field>,
+    /// Fields listed so far in the document (at most `forms::MAX_FIELDS`).
+    fields_listed: usize,
 }
 
 #[derive(Hash, PartialEq, Eq, Clone, Copy)]
@@ -104,6 +122,8 @@ impl<'d> Interp<'d> {
             content_left: max_content,
             content_exhausted: false,
             forms: HashMap::new(),
+            fields: Vec::new(),
+            fields_listed: 0,
         }
     }
 
@@ -204,8 +224,9 @@ impl<'d> Interp<'d> {
         Some(k)
     }
 
-    /// Interprets one page into spans.
+    /// Interprets one page into spans (and its form fields into `fields`).
     pub fn page(&mut self, page: ObjectId, out: &mut SpanBuilder) {
+        self.fields.clear();
         let content = self.page_content(page);
         let resources = self.page_resources(page);
         let mut seen = Vec::new();
@@ -236,8 +257,9 @@ impl<'d> Interp<'d> {
         let mut stack: Vec<GState> = Vec::new();
         let mut tm = ID;
         let mut tlm = ID;
-        for op in Content::decode_iter(content) {
-            let Ok(op) = op else { break };
+        // Our tolerant tokenizer, not lopdf's parser, which stopped at the first token it could
+        // not read and lost the rest of the page (issue 15).
+        for op in super::content::operations(content) {
             self.ops += 1;
             if self.ops % 2048 == 0 && Instant::now() >= self.deadline {
                 self.timed_out = true;
@@ -247,6 +269,7 @@ impl<'d> Interp<'d> {
                 return;
             }
             let Operation { operator, operands } = op;
+            let operands = last_operands(&operator, &operands);
             let n = |i: usize| operands.get(i).map(num).unwrap_or(0.0);
             match operator.as_str() {
                 // Past the bound, `q` is ignored (and the matching `Q` restores an older state).
@@ -470,7 +493,15 @@ impl<'d> Interp<'d> {
                 return;
             }
             let Some(ad) = self.dict_of(a) else { continue };
-            let name = |k: &[u8]| ad.get(k).ok().and_then(|o| self.deref(o).as_name().ok());
+            let doc = self.doc;
+            let name = |k: &[u8]| {
+                let o = ad.get(k).ok()?;
+                let o = match o {
+                    Object::Reference(id) => doc.get_object(*id).unwrap_or(o),
+                    o => o,
+                };
+                o.as_name().ok()
+            };
             if !matches!(name(b"Subtype"), Some(b"Widget" | b"FreeText")) {
                 continue;
             }
@@ -478,10 +509,27 @@ impl<'d> Interp<'d> {
             if flags & 2 != 0 {
                 continue;
             }
-            let Some(ap) = ad.get(b"AP").ok().and_then(|o| self.dict_of(o)) else {
-                continue;
+            // A widget's field is listed whether or not it has an appearance to draw.
+            let field = if name(b"Subtype") == Some(b"Widget") {
+                super::forms::field(self.doc, ad)
+            } else {
+                None
             };
-            let Ok(normal) = ap.get(b"N") else { continue };
+            let normal = ad
+                .get(b"AP")
+                .ok()
+                .and_then(|o| self.dict_of(o))
+                .and_then(|ap| ap.get(b"N").ok());
+            if let Some(f) = field {
+                if normal.is_none() && matches!(f.kind, "text" | "choice") {
+                    self.draw_value(ad, &f.value, out);
+                }
+                if self.fields_listed < super::forms::MAX_FIELDS {
+                    self.fields_listed += 1;
+                    self.fields.push(f);
+                }
+            }
+            let Some(normal) = normal else { continue };
             let raw = match self.deref(normal) {
                 Object::Stream(_) => normal,
                 // A check box or radio button: the appearance of its current state.
@@ -535,6 +583,41 @@ impl<'d> Interp<'d> {
             let fit = [sx, 0.0, 0.0, sy, r[0] - bx0 * sx, r[1] - by0 * sy];
             let mut seen = Vec::new();
             self.draw_form(raw, stream, &fit, None, out, 0, &mut seen);
+        }
+    }
+
+    /// A text or choice field's value where its widget is, for a widget with no appearance
+    /// stream: poppler (and viewers) make one from the default appearance (`/DA`) and the value,
+    /// so pdftotext reads it there. Helvetica's advances at the `/DA` size (auto size or none:
+    /// what fits the box's height), from 2 points inside the box's left edge; a multi-line
+    /// value line by line from the top, a single line centred vertically.
+    fn draw_value(&mut self, widget: &'d Dictionary, value: &str, out: &mut SpanBuilder) {
+        let Some(r) = self.rect(widget.get(b"Rect").ok()) else {
+            return;
+        };
+        let height = r[3] - r[1];
+        let da = super::forms::default_appearance(self.doc, widget);
+        let size = da
+            .as_deref()
+            .and_then(super::forms::da_font_size)
+            .unwrap_or((height * 0.7).clamp(4.0, 12.0));
+        let lines: Vec<&str> = value.lines().collect();
+        let top = if lines.len() > 1 {
+            r[3] - 2.0 - size
+        } else {
+            r[1] + (height - size) / 2.0 + 0.22 * size
+        };
+        out.flush();
+        for (i, line) in lines.iter().enumerate() {
+            let y = top - i as f32 * size * 1.15;
+            let mut x = r[0] + 2.0;
+            let mut buf = [0u8; 4];
+            for c in line.chars() {
+                let x1 = x + super::fonts::helvetica_advance(c) * size;
+                out.glyph(x, x1, y, size, c.encode_utf8(&mut buf));
+                x = x1;
+            }
+            out.flush();
         }
     }
 
@@ -626,5 +709,21 @@ impl<'d> Interp<'d> {
             }
         });
         *tm = m;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operator_reads_its_last_operands() {
+        let ops = [Object::Null, Object::string_literal("x")];
+        assert_eq!(last_operands("Tj", &ops), &ops[1..]);
+        assert_eq!(last_operands("Tj", &ops[1..]), &ops[1..]);
+        assert_eq!(last_operands("BT", &ops), &[] as &[Object]);
+        // Unknown operators keep theirs; too few stay too few.
+        assert_eq!(last_operands("sc", &ops), &ops[..]);
+        assert_eq!(last_operands("cm", &ops), &ops[..]);
     }
 }

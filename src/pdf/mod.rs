@@ -9,7 +9,9 @@
 
 pub mod cid_tables;
 pub mod cmap;
+pub mod content;
 pub mod fonts;
+pub mod forms;
 pub mod interp;
 pub mod layout;
 pub mod meta;
@@ -107,6 +109,9 @@ pub struct Page {
     /// 1-based page number.
     pub page: usize,
     pub text: String,
+    /// The page's filled-in form fields (their values are in `text` too, where the form shows
+    /// them).
+    pub fields: Vec<forms::Field>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Copy)]
@@ -271,6 +276,7 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
             out_pages.push(Page {
                 page: num as usize,
                 text,
+                fields: std::mem::take(&mut it.fields),
             });
             truncated = Some(Truncation::Chars);
             break;
@@ -279,6 +285,7 @@ pub fn extract(bytes: &[u8], opts: &Options) -> Result<PdfText, PdfError> {
         out_pages.push(Page {
             page: num as usize,
             text,
+            fields: std::mem::take(&mut it.fields),
         });
         if timed_out {
             truncated = Some(Truncation::Time);

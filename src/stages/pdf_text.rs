@@ -18,6 +18,9 @@
 //! form decoded once). A document whose content budget runs out after some text is returned
 //! `truncated` (`truncatedReason: content_budget`, charged); before any text it is 422
 //! `pdf_too_complex`, not charged.
+//!
+//! Each page is `{page, text, chars}`, plus `fields: [{name, type, value}]` when the page has
+//! filled-in form fields (their values are also in `text`, where the form shows them).
 
 use async_trait::async_trait;
 use http::StatusCode;
@@ -205,11 +208,7 @@ impl Stage for PdfText {
         ] {
             meta.insert(k.into(), opt(v));
         }
-        let pages_json: Vec<Value> = doc
-            .pages
-            .iter()
-            .map(|p| json!({ "page": p.page, "text": p.text, "chars": p.text.chars().count() }))
-            .collect();
+        let pages_json: Vec<Value> = doc.pages.iter().map(page_json).collect();
         let mut out = Map::new();
         out.insert("url".into(), json!(f.requested.as_str()));
         out.insert("finalUrl".into(), json!(f.response.final_url.as_str()));
@@ -237,6 +236,16 @@ impl Stage for PdfText {
     }
 }
 
+/// One page of the answer: `page`, `text`, `chars`, and `fields` (`[{name, type, value}]`) only
+/// when the page has filled-in form fields, so answers for other PDFs keep their shape.
+fn page_json(p: &pdf::Page) -> Value {
+    let mut v = json!({ "page": p.page, "text": p.text, "chars": p.text.chars().count() });
+    if !p.fields.is_empty() {
+        v["fields"] = json!(p.fields);
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +261,28 @@ mod tests {
             let e = build(ctx, json!({"queue": 100000})).err().unwrap();
             assert!(e.contains("queue"), "{e}");
         });
+    }
+
+    #[test]
+    fn form_fields_are_listed_only_on_pages_that_have_them() {
+        let mut p = pdf::Page {
+            page: 1,
+            text: "Name: Jane Doe".into(),
+            fields: Vec::new(),
+        };
+        assert_eq!(
+            page_json(&p),
+            json!({"page": 1, "text": "Name: Jane Doe", "chars": 14})
+        );
+        p.fields.push(pdf::forms::Field {
+            name: "name".into(),
+            kind: "text",
+            value: "Jane Doe".into(),
+        });
+        assert_eq!(
+            page_json(&p)["fields"],
+            json!([{"name": "name", "type": "text", "value": "Jane Doe"}])
+        );
     }
 
     #[test]

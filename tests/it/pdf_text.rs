@@ -100,6 +100,39 @@ fn every_corpus_file_has_word_recall_of_at_least_0_99_and_reads_in_order() {
 
 /// Issue 15's failure modes, one generated file each (scripts/pdf-modes.py): every file reads
 /// like its known text (all files are checked before failing, so one run shows every gap).
+/// Issue 15: form field values are marked as fields (`Page::fields`, the answer's
+/// `pages[].fields`) besides being read where the form shows them; a filled field with no
+/// appearance stream is read too (poppler makes one), an empty, unchecked or hidden one is not
+/// listed.
+#[test]
+fn form_field_values_are_listed_as_the_pages_fields() {
+    let read = |name: &str| {
+        let bytes = std::fs::read(fixtures().join("modes").join(name)).unwrap();
+        extract(&bytes, &all()).expect("text").pages.remove(0)
+    };
+    let listed = |p: &paycall::pdf::Page| {
+        p.fields
+            .iter()
+            .map(|f| format!("{}={}:{}", f.name, f.kind, f.value))
+            .collect::<Vec<_>>()
+    };
+    let p = read("acroform-fields.pdf");
+    assert_eq!(
+        listed(&p),
+        [
+            "shipment.consignee=text:Harbour Supplies Ltd",
+            "shipment.city=text:Rotterdam",
+            "express=checkbox:Yes",
+        ]
+    );
+    assert!(p.text.contains("City: Rotterdam"), "{}", p.text);
+    assert!(!p.text.contains("do not show"), "{}", p.text);
+    let p = read("acroform.pdf");
+    assert_eq!(listed(&p), ["name=text:Jane Doe", "city=text:Rotterdam"]);
+    // Pages without a form list nothing.
+    assert!(read("bad-content-tokens.pdf").fields.is_empty());
+}
+
 #[test]
 fn every_failure_mode_file_reads_like_its_known_text() {
     let dir = fixtures().join("modes");
