@@ -99,7 +99,8 @@ fn plain_header(name: &str, value: &[u8]) -> bool {
 }
 
 /// Appends the HTTP/1.1 response hyper writes for this reply: the status line, the reply's
-/// headers in order, `x-request-id`, `content-length`, `date`, then the body.
+/// headers in order, `x-request-id`, `content-length`, `date`, then the body. (A ready-made
+/// reply carries none of those three; were one there, it is written once, in the last place.)
 pub fn write_reply(
     out: &mut Vec<u8>,
     status: StatusCode,
@@ -136,8 +137,10 @@ pub fn write_reply(
 }
 
 /// Serves one accepted connection: plain unpaid GETs here, the rest with hyper. Returns when the
-/// connection is closed; while it is here and idle, `stop` (shutdown) closes it, and `watcher`
-/// is held so that the server's graceful shutdown waits for it.
+/// connection is closed. At shutdown (`stop`) a connection waiting here for a request is closed,
+/// also with part of a request head read, as hyper's graceful shutdown closes a connection whose
+/// request head is not complete. `watcher` is held so that the server's graceful shutdown waits
+/// for the connection.
 pub async fn serve(
     mut stream: TcpStream,
     peer: SocketAddr,
@@ -146,19 +149,19 @@ pub async fn serve(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut buf = BytesMut::with_capacity(1024);
-    let mut out = Vec::with_capacity(8 * 1024);
+    // The reply being written; allocated at the first answer (a connection whose first request
+    // goes to hyper never needs it), dropped at the handover.
+    let mut out = Vec::new();
     loop {
         match read_head(&buf) {
             Head::Incomplete => {
-                if *stop.borrow() {
-                    return;
-                }
                 tokio::select! {
                     read = stream.read_buf(&mut buf) => match read {
                         Ok(0) | Err(_) => return,
                         Ok(_) => {}
                     },
-                    _ = stop.changed() => return,
+                    // Stopping: the value turned true, or the server's side is gone altogether.
+                    _ = stop.wait_for(|s| *s) => return,
                 }
             }
             Head::PlainGet { len, path, headers } => {
@@ -179,20 +182,24 @@ pub async fn serve(
                     &id,
                     &date_now(),
                 );
+                // Counted and logged when the answer is ready, as on hyper's path.
                 super::listen::count_ready(&served, route.as_deref(), reply.status);
+                log.finish_ready(&id, reply.status);
                 buf.advance(len);
                 if stream.write_all(&out).await.is_err() {
                     return;
                 }
-                log.finish_ready(&id, reply.status);
             }
             Head::Other => break,
         }
     }
+    drop(out);
+    // Only the unread bytes are kept for hyper (the read buffer is let go).
     let io = Rewind {
-        pre: buf.freeze(),
+        pre: Bytes::copy_from_slice(&buf),
         inner: stream,
     };
+    drop(buf);
     super::listen::serve_with_hyper(io, peer, live, watcher).await;
 }
 
@@ -232,6 +239,9 @@ impl AsyncRead for Rewind {
             let n = self.pre.len().min(buf.remaining());
             buf.put_slice(&self.pre[..n]);
             self.pre.advance(n);
+            if self.pre.is_empty() {
+                self.pre = Bytes::new();
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)

@@ -1,8 +1,9 @@
-//! The public listener's accept loop (hyper, as `warp::serve` does it), except that each request
-//! is handed to the App served at that moment (`ops::reload::Live`): a live reload swaps routes
-//! between two requests, even on a kept-alive connection. Every response is counted here by
-//! route label, method and status, and 402s by kind, and logged here once (`RequestLog`): paid
-//! routes, demo twins (cached or not, 429s included), discovery, /status and 404s alike.
+//! The public listener's accept loop. Each connection starts on `fast_challenge` (plain unpaid
+//! GETs answered without hyper) and is served by hyper from its first other request, each
+//! request handed to the App served at that moment (`ops::reload::Live`): a live reload swaps
+//! routes between two requests, even on a kept-alive connection. Every response is counted here
+//! by route label, method and status, and 402s by kind, and logged here once (`RequestLog`):
+//! paid routes, demo twins (cached or not, 429s included), discovery, /status and 404s alike.
 
 use futures_util::future::Either;
 use http::{Method, StatusCode};
