@@ -127,6 +127,11 @@ impl Served {
         self.unpaid_answer_for(req.method(), req.uri().path(), req.headers())
     }
 
+    /// Whether `path` is a paid route's, whose unpaid requests may have a ready-made answer.
+    pub fn answers_unpaid(&self, path: &str) -> bool {
+        self.paid.contains_key(path)
+    }
+
     /// As `unpaid_answer`, from the parts of a request (`server::fast_challenge` reads them
     /// without hyper).
     pub fn unpaid_answer_for(

@@ -291,15 +291,7 @@ impl Ops<'_> {
         let mut key: Option<Vec<u8>> = None;
         loop {
             match self.token(depth) {
-                Tok::Obj(o) => match key.take() {
-                    Some(k) if dict.len() < MAX_ITEMS => dict.set(k, o),
-                    Some(_) => {}
-                    None => {
-                        if let Object::Name(n) = o {
-                            key = Some(n)
-                        }
-                    }
-                },
+                Tok::Obj(o) => put_entry(&mut dict, &mut key, o),
                 Tok::Op(_) | Tok::Bad => {}
                 Tok::Close | Tok::End => break,
             }
@@ -353,15 +345,7 @@ impl Ops<'_> {
                 Tok::End => {
                     return Operation::new("BI", vec![Object::Dictionary(dict)]);
                 }
-                Tok::Obj(o) => match key.take() {
-                    Some(k) if dict.len() < MAX_ITEMS => dict.set(k, o),
-                    Some(_) => {}
-                    None => {
-                        if let Object::Name(n) = o {
-                            key = Some(n)
-                        }
-                    }
-                },
+                Tok::Obj(o) => put_entry(&mut dict, &mut key, o),
                 _ => {}
             }
         }
@@ -399,6 +383,21 @@ impl Ops<'_> {
 
 /// The data size of an unfiltered inline image from its dictionary (abbreviated keys as 8.9.7
 /// names them, or the full ones), or None when it is filtered or a key is missing.
+/// One object of a dictionary's `key value` sequence: a name waiting for its value becomes the
+/// key, the next object its value (at most [`MAX_ITEMS`] entries; a value with no name before
+/// it is dropped).
+fn put_entry(dict: &mut Dictionary, key: &mut Option<Vec<u8>>, o: Object) {
+    match key.take() {
+        Some(k) if dict.len() < MAX_ITEMS => dict.set(k, o),
+        Some(_) => {}
+        None => {
+            if let Object::Name(n) = o {
+                *key = Some(n)
+            }
+        }
+    }
+}
+
 fn inline_image_size(dict: &Dictionary) -> Option<usize> {
     let get = |short: &[u8], long: &[u8]| dict.get(short).or_else(|_| dict.get(long)).ok();
     if get(b"F", b"Filter").is_some_and(|f| !matches!(f, Object::Array(a) if a.is_empty())) {

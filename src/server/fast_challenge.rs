@@ -46,8 +46,10 @@ pub enum Head {
     Other,
 }
 
-/// Reads the request head at the start of `buf`, if it is one this module may answer.
-pub fn read_head(buf: &[u8]) -> Head {
+/// Reads the request head at the start of `buf`, if it is one this module may answer: a plain
+/// GET of a path `answers` (a paid route's; any other path goes to hyper before its headers
+/// are copied).
+pub fn read_head(buf: &[u8], answers: impl Fn(&str) -> bool) -> Head {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut slots);
     let len = match req.parse(buf) {
@@ -65,6 +67,10 @@ pub fn read_head(buf: &[u8]) -> Head {
     if !target.starts_with('/') || http::uri::PathAndQuery::try_from(target).is_err() {
         return Head::Other;
     }
+    let path = target.split('?').next().unwrap_or(target);
+    if !answers(path) {
+        return Head::Other;
+    }
     let mut headers = HeaderMap::with_capacity(req.headers.len());
     for h in req.headers.iter() {
         if !plain_header(h.name, h.value) {
@@ -78,7 +84,7 @@ pub fn read_head(buf: &[u8]) -> Head {
         };
         headers.append(name, value);
     }
-    let path = target.split('?').next().unwrap_or(target).to_string();
+    let path = path.to_string();
     Head::PlainGet { len, path, headers }
 }
 
@@ -153,8 +159,11 @@ pub async fn serve(
     // goes to hyper never needs it), dropped at the handover.
     let mut out = Vec::new();
     loop {
-        match read_head(&buf) {
+        let served = live.served();
+        match read_head(&buf, |path| served.answers_unpaid(path)) {
             Head::Incomplete => {
+                // Not held while waiting: the next request sees a reload made meanwhile.
+                drop(served);
                 tokio::select! {
                     read = stream.read_buf(&mut buf) => match read {
                         Ok(0) | Err(_) => return,
@@ -165,7 +174,6 @@ pub async fn serve(
                 }
             }
             Head::PlainGet { len, path, headers } => {
-                let served = live.served();
                 let Some(reply) = served.unpaid_answer_for(&Method::GET, &path, &headers) else {
                     break;
                 };
@@ -283,14 +291,14 @@ mod tests {
     use super::*;
 
     fn plain(raw: &str) -> (usize, String, HeaderMap) {
-        match read_head(raw.as_bytes()) {
+        match read_head(raw.as_bytes(), |_| true) {
             Head::PlainGet { len, path, headers } => (len, path, headers),
             other => panic!("{raw:?} → {other:?}"),
         }
     }
 
     fn is_other(raw: &str) -> bool {
-        matches!(read_head(raw.as_bytes()), Head::Other)
+        matches!(read_head(raw.as_bytes(), |_| true), Head::Other)
     }
 
     #[test]
@@ -316,9 +324,9 @@ mod tests {
 
     #[test]
     fn a_partial_head_waits_and_a_too_long_one_goes_to_hyper() {
-        assert!(matches!(read_head(b""), Head::Incomplete));
+        assert!(matches!(read_head(b"", |_| true), Head::Incomplete));
         assert!(matches!(
-            read_head(b"GET /api/http HTTP/1.1\r\nHo"),
+            read_head(b"GET /api/http HTTP/1.1\r\nHo", |_| true),
             Head::Incomplete
         ));
         let long = format!("GET /a HTTP/1.1\r\nX-A: {}", "a".repeat(MAX_HEAD));
