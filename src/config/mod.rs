@@ -90,6 +90,8 @@ pub struct ServiceSettings {
     pub admin_listen: Option<SocketAddr>,
     pub trusted_proxies: Vec<IpNet>,
     pub shutdown_grace: Duration,
+    /// How long a connection may take to send a request head (slow or silent clients).
+    pub header_read_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]

@@ -57,6 +57,10 @@ pub struct Service {
     /// Seconds to let in-flight requests finish on shutdown.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_s: u64,
+    /// Seconds a connection may take to send a whole request head, counted from when the
+    /// server starts waiting for it (so an idle kept-alive connection is closed after it too).
+    #[serde(default = "default_header_read_timeout")]
+    pub header_read_timeout_s: Spanned<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -426,6 +430,14 @@ fn default_auth() -> Spanned<String> {
 }
 fn default_shutdown_grace() -> u64 {
     10
+}
+/// hyper's own default once it has a timer.
+fn default_header_read_timeout() -> Spanned<u64> {
+    Spanned::new(
+        30,
+        serde_saphyr::Location::UNKNOWN,
+        serde_saphyr::Location::UNKNOWN,
+    )
 }
 fn default_max_timeout() -> u64 {
     120

@@ -46,6 +46,7 @@ pub fn validate_service(
             Err(e) => r.at(p.referenced, e, "write a CIDR such as 10.0.0.0/8 or an IP"),
         }
     }
+    let header_read_timeout = header_read_timeout(&s, r);
     ServiceSettings {
         name: s.name,
         version: s.version,
@@ -56,7 +57,23 @@ pub fn validate_service(
         admin_listen,
         trusted_proxies,
         shutdown_grace: Duration::from_secs(s.shutdown_grace_s),
+        header_read_timeout,
     }
+}
+
+/// A connection that never finishes its request head holds a task and a socket: the wait is
+/// bounded, and never 0 (that would mean no bound at all to hyper).
+fn header_read_timeout(s: &raw::Service, r: &mut Reporter<'_>) -> Duration {
+    let t = &s.header_read_timeout_s;
+    if !(1..=600).contains(&t.value) {
+        r.at(
+            t.referenced,
+            format!("service.header_read_timeout_s is {}", t.value),
+            "give 1 to 600 seconds (default 30): the time a client may take to send a request head",
+        );
+        return Duration::from_secs(30);
+    }
+    Duration::from_secs(t.value)
 }
 
 /// Resource URLs are built from the base URL, so it must be a bare origin.
@@ -172,5 +189,21 @@ mod tests {
         assert_eq!(s.admin_listen, None);
         assert_eq!(s.trusted_proxies.len(), 1);
         assert_eq!(errors, ["`nope` is not a CIDR or IP address"]);
+    }
+
+    #[test]
+    fn the_header_read_timeout_is_bounded_and_defaults_to_hyper_s() {
+        let (s, errors) = reported(|r| validate_service(service(""), &no_env, r));
+        assert!(errors.is_empty());
+        assert_eq!(s.header_read_timeout, Duration::from_secs(30));
+        let (s, errors) =
+            reported(|r| validate_service(service("header_read_timeout_s: 5"), &no_env, r));
+        assert!(errors.is_empty());
+        assert_eq!(s.header_read_timeout, Duration::from_secs(5));
+        for bad in [0, 601] {
+            let yaml = format!("header_read_timeout_s: {bad}");
+            let (_, errors) = reported(|r| validate_service(service(&yaml), &no_env, r));
+            assert_eq!(errors, [format!("service.header_read_timeout_s is {bad}")]);
+        }
     }
 }

@@ -144,6 +144,12 @@ impl Served {
         server::unpaid_answer(&self.app, index, method, headers)
     }
 
+    /// How long a connection may take to send a request head (`service.header_read_timeout_s`;
+    /// a reload changes it for the next wait).
+    pub fn header_read_timeout(&self) -> std::time::Duration {
+        self.app.config.service.header_read_timeout
+    }
+
     /// The bounded route label of a request path.
     pub fn label(&self, path: &str) -> Option<Arc<str>> {
         self.labels.get(path).cloned()

@@ -158,6 +158,11 @@ pub async fn serve(
     // The reply being written; allocated at the first answer (a connection whose first request
     // goes to hyper never needs it), dropped at the handover.
     let mut out = Vec::new();
+    // A request head must be whole within the configured time from when we start waiting for
+    // it (connection start, or the previous answer): a silent or slow client is closed, as
+    // hyper closes one on its path (`header_read_timeout`).
+    let head_deadline = tokio::time::sleep(live.served().header_read_timeout());
+    tokio::pin!(head_deadline);
     loop {
         let served = live.served();
         match read_head(&buf, |path| served.answers_unpaid(path)) {
@@ -171,6 +176,7 @@ pub async fn serve(
                     },
                     // Stopping: the value turned true, or the server's side is gone altogether.
                     _ = stop.wait_for(|s| *s) => return,
+                    () = &mut head_deadline => return,
                 }
             }
             Head::PlainGet { len, path, headers } => {
@@ -197,6 +203,8 @@ pub async fn serve(
                 if stream.write_all(&out).await.is_err() {
                     return;
                 }
+                let next = tokio::time::Instant::now() + served.header_read_timeout();
+                head_deadline.as_mut().reset(next);
             }
             Head::Other => break,
         }

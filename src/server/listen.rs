@@ -7,7 +7,7 @@
 
 use futures_util::future::Either;
 use http::{Method, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -78,6 +78,7 @@ pub(super) async fn serve_with_hyper<I>(io: I, peer: SocketAddr, live: Arc<Live>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let header_read_timeout = live.served().header_read_timeout();
     let svc = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
         req.extensions_mut().insert(Peer(peer));
         let served = live.served();
@@ -108,7 +109,13 @@ where
             resp
         })
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // With a timer, hyper bounds the wait for each request head (a silent or slow client is
+    // closed), as `fast_challenge` does before the handover.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
     let _ = watcher.watch(conn.into_owned()).await;
 }

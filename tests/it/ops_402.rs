@@ -311,3 +311,72 @@ async fn plain_unpaid_gets_are_answered_before_hyper_with_the_same_bytes_and_the
         assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "{read:?} {rest:?}");
     }
 }
+
+/// Waits (at most 5 s) for the server to close `conn`; the bytes it sent meanwhile.
+async fn closed_by_server(conn: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(_)) | Ok(Err(_))),
+        "still open after 5 s: {rest:?}"
+    );
+    rest
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_send_a_whole_request_head_in_time_is_closed_on_both_paths() {
+    use tokio::io::AsyncWriteExt;
+    let fac = facilitator(Arc::new(Mutex::new(None))).await;
+    let yaml = routes_yaml(&fac).replace(
+        "shutdown_grace_s: 5",
+        "shutdown_grace_s: 5\n  header_read_timeout_s: 1",
+    );
+    assert!(yaml.contains("header_read_timeout_s: 1"));
+    let (_dir, server) = serve_yaml(&yaml, &[("paid", PAID)]).await;
+    let plain = b"GET /api/paid HTTP/1.1\r\nHost: a\r\n\r\n";
+    let to_hyper = b"GET /api/paid HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+    let connect = || tokio::net::TcpStream::connect(server.addr);
+
+    // Silent from the start; half a head; idle after a 402 of the fast path; idle and half a
+    // head after the handover to hyper.
+    let silent = connect().await.unwrap();
+    let mut half = connect().await.unwrap();
+    half.write_all(&plain[..20]).await.unwrap();
+    let mut idle = connect().await.unwrap();
+    idle.write_all(plain).await.unwrap();
+    read_response(&mut idle, &mut Vec::new()).await;
+    let mut hyper_idle = connect().await.unwrap();
+    hyper_idle.write_all(to_hyper).await.unwrap();
+    read_response(&mut hyper_idle, &mut Vec::new()).await;
+    let mut hyper_half = connect().await.unwrap();
+    hyper_half.write_all(to_hyper).await.unwrap();
+    read_response(&mut hyper_half, &mut Vec::new()).await;
+    hyper_half.write_all(&plain[..20]).await.unwrap();
+
+    // Nobody is closed before the timeout (the server cannot be early, however slow the
+    // machine), and every one is after it.
+    let started = Instant::now();
+    let mut conns = [silent, half, idle, hyper_idle, hyper_half];
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for conn in &mut conns {
+        use tokio::io::AsyncReadExt;
+        let mut byte = [0u8; 1];
+        let early = tokio::time::timeout(Duration::from_millis(10), conn.read(&mut byte)).await;
+        assert!(
+            early.is_err(),
+            "closed or answered before the timeout: {early:?}"
+        );
+    }
+    for (i, conn) in conns.iter_mut().enumerate() {
+        let rest = closed_by_server(conn).await;
+        // hyper may answer a half-read head 408 before closing; the fast path closes silently.
+        assert!(
+            rest.is_empty() || rest.starts_with(b"HTTP/1.1 408"),
+            "connection {i}: {:?}",
+            String::from_utf8_lossy(&rest)
+        );
+    }
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    server.shutdown().await;
+}
