@@ -9,7 +9,8 @@
 # Env: BIN=path/to/paycall to measure a given build without building; BASELINE=path/to/paycall
 # adds another build (e.g. the previous commit's) to every round; MINIMAL=1 adds the floor: a
 # std-only responder (scripts/minimal-402.rs, built with rustc) writing paycall's exact 402 bytes;
-# CONNECTIONS (64), DURATION (10), ROUNDS (2).
+# BASELINE_CONFIG=path/to/routes.yaml serves the baseline with another config (one from before a
+# key the baseline does not know); CONNECTIONS (64), DURATION (10), ROUNDS (2).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -52,21 +53,21 @@ EXPRESS="$(jq -r .url "$WORK/seller.out" 2>/dev/null || true)"
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 # Starts a paycall binary on a free port; prints its base URL.
 start_paycall() {
-  local bin="$1" port
+  local bin="$1" config="${2:-routes.yaml}" port
   port="$(free_port)"
   PAYCALL_LISTEN="127.0.0.1:$port" PAYCALL_BASE_URL="http://127.0.0.1:$port" PAYCALL_LOG=warn \
     PAYCALL_FACILITATOR_URL="$(state .facilitatorUrl)" PAYCALL_EVM_PAY_TO="$(state .payTo)" \
     PAYCALL_SOLANA_PAY_TO="$(state .solana.payTo)" PAYCALL_UPSTREAM_SOLANA_RPC="$(state .solana.rpcUrl)" \
     PAYCALL_UPSTREAM_BASE_RPC="$(state .rpcUrl)" PAYCALL_ADMIN_LISTEN=127.0.0.1:0 \
     PAYCALL_LEDGER_URL=sqlite::memory: \
-    "$bin" serve 2>>"$WORK/paycall.err" >/dev/null &
+    "$bin" serve --config "$config" 2>>"$WORK/paycall.err" >/dev/null &
   echo $! >>"$WORK/pids" # (a command substitution's subshell: the pids array would not see it)
   for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/status" >/dev/null 2>&1 && break; sleep 0.2; done
   echo "http://127.0.0.1:$port"
 }
 PAYCALL="$(start_paycall "$BIN")"
 B_URL=""
-if [ -n "${BASELINE:-}" ]; then B_URL="$(start_paycall "$BASELINE")/api/http?url=https%3A%2F%2Fexample.com%2F"; fi
+if [ -n "${BASELINE:-}" ]; then B_URL="$(start_paycall "$BASELINE" "${BASELINE_CONFIG:-routes.yaml}")/api/http?url=https%3A%2F%2Fexample.com%2F"; fi
 
 P_URL="$PAYCALL/api/http?url=https%3A%2F%2Fexample.com%2F"
 E_URL="$EXPRESS/paid"

@@ -460,8 +460,13 @@ impl Gate {
             }
         };
         let pr = payment_required(error, &resource, offers, extensions);
+        // The body is for people and for clients that read a challenge from the body: what to
+        // pay and why, without `extensions` (the Bazaar schemas, 60 % of it), which stay in the
+        // header where the protocol carries them (docs/decisions.md#challenge). Every 402 is
+        // smaller by that much, on the path every agent hits first.
         let mut body = pr.clone();
         if let Value::Object(m) = &mut body {
+            m.remove("extensions");
             m.insert("message".into(), Value::String(message.to_string()));
         }
         Reply::json(StatusCode::PAYMENT_REQUIRED, &body)

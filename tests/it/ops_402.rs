@@ -93,6 +93,14 @@ async fn the_ready_made_402_is_the_chains_and_follows_the_facilitators_fee_payer
     assert_eq!(s, 402);
     assert_eq!(networks(&header), ["eip155:8453"]);
     assert_eq!(header["accepts"], body["accepts"]);
+    // The body is the header's challenge without the Bazaar schemas, plus a message
+    // (docs/decisions.md#challenge).
+    assert!(header["extensions"]["bazaar"].is_object(), "{header}");
+    let mut expected = header.clone();
+    expected.as_object_mut().unwrap().remove("extensions");
+    expected["message"] = body["message"].clone();
+    assert!(body["message"].is_string(), "{body}");
+    assert_eq!(body, expected);
     assert_eq!(
         header["resource"]["url"],
         "https://api.paycall.test/api/paid"
