@@ -728,6 +728,97 @@ def glyph_name_suffixes():
     write("glyph-name-suffixes", objs, " ".join(w for w, _ in words))
 
 
+def cff_font(font_name, names, enc_pairs):
+    """A small CFF program (/FontFile3 /Type1C) whose glyphs are `names` (boxes) and whose own
+    encoding puts them at the codes of `enc_pairs` [(code, name)]."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    names = [".notdef"] + [n for n in names if n != ".notdef"]
+    fb = FontBuilder(1000, isTTF=False)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({})
+    strings = {}
+    for g in names:
+        pen = T2CharStringPen(500, None)
+        if g != "space":
+            pen.moveTo((50, 0))
+            pen.lineTo((450, 0))
+            pen.lineTo((450, 600))
+            pen.closePath()
+        strings[g] = pen.getCharString()
+    fb.setupCFF(font_name, {"FullName": font_name.split("+")[-1]}, strings, {})
+    cff = fb.font["CFF "].cff
+    enc = [".notdef"] * 256
+    for code, g in enc_pairs:
+        enc[code] = g
+    cff.topDictIndex[0].Encoding = enc
+    buf = io.BytesIO()
+    cff.compile(buf, fb.font)
+    return buf.getvalue()
+
+
+# 21. Simple fonts embedded as CFF with their own encoding, no /Encoding and no ToUnicode, as
+#     Ghostscript embeds them for dvips: Traditional Arabic's glyphs named after their Unicode
+#     names (`seeninitial`, `lamwithalefisolated`: no glyph list knows them, pdftotext passes
+#     their codes through as Latin letters), drawn in visual order; and an ArabTeX-style font
+#     whose glyphs are `char54`, `char61`…, names nobody knows, whose codes poppler passes
+#     through (ASCII here), and so do we.
+def cff_unicode_names():
+    arabic = [(0x41, "seeninitial", "\ufeb3"), (0x42, "lammedial", "\ufee0"),
+              (0x43, "aleffinal", "\ufe8e"), (0x44, "meemisolated", "\ufee1"),
+              (0x45, "lamwithalefisolated", "\ufefb"), (0x20, "space", " ")]
+    prog1 = cff_font("KYJYAS+TraditionalArabic", [n for _, n, _ in arabic],
+                     [(c, n) for c, n, _ in arabic])
+    prog2 = cff_font("RESJAX+xnsh14", ["char54", "char61", "char62"],
+                     [(0x54, "char54"), (0x61, "char61"), (0x62, "char62")])
+    # Logical "ﺳﻠﺎﻡ ﻻ", drawn left to right: the second word first, each word reversed.
+    content = ("BT /F1 14 Tf 72 720 Td (E DCBA) Tj ET\n"
+               "BT /F2 14 Tf 72 690 Td (Tab) Tj ET\n")
+    widths = " ".join(["500"] * 96)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R /F2 7 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /KYJYAS+TraditionalArabic /FirstChar 32 /LastChar 127 /Widths [%s] /FontDescriptor 6 0 R >>" % widths,
+        "<< /Type /FontDescriptor /FontName /KYJYAS+TraditionalArabic /Flags 4 /FontBBox [0 0 500 600] /ItalicAngle 0 /Ascent 600 /Descent 0 /CapHeight 600 /StemV 72 /FontFile3 9 0 R >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /RESJAX+xnsh14 /FirstChar 32 /LastChar 127 /Widths [%s] /FontDescriptor 8 0 R >>" % widths,
+        "<< /Type /FontDescriptor /FontName /RESJAX+xnsh14 /Flags 4 /FontBBox [0 0 500 600] /ItalicAngle 0 /Ascent 600 /Descent 0 /CapHeight 600 /StemV 72 /FontFile3 10 0 R >>",
+        stream(prog1, "/Subtype /Type1C", compress=True),
+        stream(prog2, "/Subtype /Type1C", compress=True),
+    ]
+    write("cff-unicode-names", objs, "\ufeb3\ufee0\ufe8e\ufee1 \ufefb\nTab")
+
+
+# 22. Letters of the other direction inside a word (ArabTeX's fonts map some glyphs to Latin
+#     letters, Beamer overlays put a letter inside an Arabic word) and a number glued to a
+#     Hebrew word: pdftotext writes each such run between bidi embedding marks, so it is a
+#     word of its own. The known text spells those words apart.
+def rtl_embedded_runs():
+    ar = "الجaبrي"
+    he = "בשנת2024"
+    codes, pairs = coded(ar + he)
+    table = dict((ch, c) for c, ch in pairs)
+    # Visual order, as a shaper lays the lines out: the RTL letters reversed around the
+    # left-to-right runs, which keep their own order.
+    vis_ar = "ي" + "r" + "ب" + "a" + "جلا"
+    vis_he = "2024" + "תנשב"
+    content = ""
+    for y, s in ((720, vis_ar), (690, vis_he)):
+        content += "BT /F1 14 Tf 72 %d Td %s Tj ET\n" % (y, hex2([table[c] for c in s]))
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content.encode("latin-1"), compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ArialUnicode /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ArialUnicode /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
+        stream(tounicode(pairs), compress=True),
+    ]
+    write("rtl-embedded-runs", objs, "الج a ب r ي\nבשנת 2024")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -748,4 +839,6 @@ wide_cmap_codes()
 bad_content_tokens()
 acroform_fields()
 glyph_name_suffixes()
+cff_unicode_names()
+rtl_embedded_runs()
 print("wrote", OUT)

@@ -188,6 +188,24 @@ fn numeric_glyph_name(name: &[u8]) -> Option<String> {
         .map(String::from)
 }
 
+/// Text of a glyph name: the glyph list (and the rules of `glyph_list_text`), else, for the
+/// names of a `Differences` array, a numeric name (`numeric_glyph_name`; poppler reads numeric
+/// names only there, never in a font program's own encoding: Ghostscript's Dingbats name
+/// their glyphs `a120`, and pdftotext passes their codes through). Empty: no list knows it.
+fn name_text(
+    doc: &Document,
+    name: &[u8],
+    numeric: bool,
+    cache: &mut HashMap<Vec<u8>, Box<str>>,
+) -> Box<str> {
+    let t = glyph_list_text(doc, name, cache);
+    if t.is_empty() && numeric {
+        numeric_glyph_name(name).map(Into::into).unwrap_or_default()
+    } else {
+        t
+    }
+}
+
 /// Glyph-name → text through lopdf's glyph list (asked with a one-entry Differences).
 fn glyph_list_text(
     doc: &Document,
@@ -227,13 +245,25 @@ fn glyph_list_text(
             let mut font = Dictionary::new();
             font.set("Type", Object::Name(b"Font".to_vec()));
             font.set("Encoding", Object::Dictionary(enc));
-            match font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES) {
+            let listed: Box<str> = match font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES) {
                 Ok(e) => match e.bytes_to_string(&[65]) {
                     // A name the list does not know makes lopdf fall back to Standard: "A".
                     Ok(s) if s != "A" || base == b"A" => s.into(),
                     _ => "".into(),
                 },
                 Err(_) => "".into(),
+            };
+            if listed.is_empty() {
+                // Arabic glyphs named after their Unicode names (`behinitial`): fonts converted
+                // from TrueType without the glyph list's names (issue 15: Ghostscript's
+                // embedded Traditional Arabic read as nothing, pdftotext's as Latin letters).
+                std::str::from_utf8(base)
+                    .ok()
+                    .and_then(super::arabic_names::lookup)
+                    .map(|c| c.to_string().into())
+                    .unwrap_or(listed)
+            } else {
+                listed
             }
         }
     };
@@ -271,11 +301,13 @@ const SYMBOL: &str = " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦ�
 /// or an embedded CFF program's (`/FontFile3`) encoding and charset (issue 15: dvipdfmx and
 /// Ghostscript embed TeX's fonts as CFF, and their ligatures and Greek came out as Standard
 /// encoding's letters or nothing).
+///
+/// The flag is true when a glyph the encoding names is one no list knows (see `load_simple`).
 fn builtin_table(
     doc: &Document,
     font: &Dictionary,
     names: &mut HashMap<Vec<u8>, Box<str>>,
-) -> Option<Vec<Box<str>>> {
+) -> Option<(Vec<Box<str>>, bool)> {
     let fd = get(doc, font, b"FontDescriptor").and_then(|o| o.as_dict().ok());
     let file = fd.and_then(|fd| get(doc, fd, b"FontFile"));
     if let Some(Object::Stream(file)) = file {
@@ -296,19 +328,21 @@ fn builtin_table(
             .take(1 << 16)
             .collect();
         let mut table = base_table(doc, None);
-        let mut found = false;
+        let (mut found, mut unknown) = (false, false);
         for w in toks.windows(4) {
             if w[0] == b"dup" && w[3] == b"put" && w[2].starts_with(b"/") {
                 let code = std::str::from_utf8(w[1])
                     .ok()
                     .and_then(|c| c.parse::<u8>().ok());
                 if let Some(code) = code {
-                    table[code as usize] = glyph_list_text(doc, &w[2][1..], names);
+                    let t = name_text(doc, &w[2][1..], false, names);
+                    unknown |= t.is_empty() && &w[2][1..] != b".notdef";
+                    table[code as usize] = t;
                     found = true;
                 }
             }
         }
-        return found.then_some(table);
+        return found.then_some((table, unknown));
     }
     if let Some(Object::Stream(file)) = fd.and_then(|fd| get(doc, fd, b"FontFile3")) {
         if let Some(t) = cff_table(doc, file, names) {
@@ -325,7 +359,7 @@ fn builtin_table(
                 table[0x20 + i] = c.to_string().into();
             }
         }
-        return Some(table);
+        return Some((table, false));
     }
     None
 }
@@ -337,22 +371,24 @@ fn cff_table(
     doc: &Document,
     file: &lopdf::Stream,
     names: &mut HashMap<Vec<u8>, Box<str>>,
-) -> Option<Vec<Box<str>>> {
+) -> Option<(Vec<Box<str>>, bool)> {
     let data = super::decode_stream(doc, file, MAX_FONT_BYTES).ok()?;
     let cff = ttf_parser::cff::Table::parse(&data)?;
     let mut table = base_table(doc, None);
-    let mut found = false;
+    let (mut found, mut unknown) = (false, false);
     for code in 0u8..=255 {
         let name = cff
             .glyph_index(code)
             .filter(|g| g.0 != 0)
             .and_then(|g| cff.glyph_name(g));
         if let Some(name) = name {
-            table[code as usize] = glyph_list_text(doc, name.as_bytes(), names);
+            let t = name_text(doc, name.as_bytes(), false, names);
+            unknown |= t.is_empty() && name != ".notdef";
+            table[code as usize] = t;
             found = true;
         }
     }
-    found.then_some(table)
+    found.then_some((table, unknown))
 }
 
 /// The ToUnicode CMap of a font, as a code → UTF-16 lookup. Read by `super::cmap`, not lopdf's
@@ -401,11 +437,12 @@ impl Font {
             ) => Some(n),
             _ => None,
         };
-        let mut table = match base_name {
-            Some(_) => base_table(doc, base_name),
+        let (mut table, mut unknown) = match base_name {
+            Some(_) => (base_table(doc, base_name), false),
             // No base encoding named: the font's own (issue 15: Symbol and TeX maths fonts
             // came out as Latin letters through StandardEncoding).
-            None => builtin_table(doc, font, names).unwrap_or_else(|| base_table(doc, None)),
+            None => builtin_table(doc, font, names)
+                .unwrap_or_else(|| (base_table(doc, None), false)),
         };
         if let Some(diffs) = diffs {
             let mut code: i64 = 0;
@@ -414,24 +451,28 @@ impl Font {
                     Object::Integer(i) => code = *i,
                     Object::Name(n) => {
                         if (0..256).contains(&code) {
-                            let mut t = glyph_list_text(doc, n, names);
-                            if t.is_empty() {
-                                t = numeric_glyph_name(n).map(Into::into).unwrap_or_default();
-                            }
-                            // A Type3 glyph whose name tells nothing (Ghostscript names the
-                            // glyphs of TeX's bitmap fonts /BT, /CP…) is taken as its code,
-                            // as poppler does: TeX's text fonts keep ASCII's letters there.
-                            if t.is_empty() && subtype == b"Type3" {
-                                t = char::from_u32(code as u32)
-                                    .filter(|c| !c.is_control())
-                                    .map(|c| c.to_string().into())
-                                    .unwrap_or_default();
-                            }
+                            let t = name_text(doc, n, true, names);
+                            unknown |= t.is_empty() && n != b".notdef";
                             table[code as usize] = t;
                         }
                         code += 1;
                     }
                     _ => {}
+                }
+            }
+        }
+        // A font that names a glyph no list knows: every code still without text is taken
+        // as itself, as poppler does (`Gfx8BitFont`, "simple pass-through mapping for unknown
+        // character names"): Ghostscript names the glyphs of TeX's bitmap fonts /BT, /CP…
+        // and ArabTeX's `char92`, Velthuis' Devanagari fonts name theirs /ka, /halfva, and
+        // their codes are the documents' transliteration (issue 15: such pages read as
+        // nothing, pdftotext's as those letters). Control codes stay no text.
+        if unknown {
+            for (code, slot) in table.iter_mut().enumerate() {
+                if slot.is_empty() {
+                    if let Some(c) = char::from_u32(code as u32).filter(|c| !c.is_control()) {
+                        *slot = c.to_string().into();
+                    }
                 }
             }
         }
