@@ -1,9 +1,10 @@
 //! From positioned glyphs to reading-order text.
 //!
 //! 1. Glyphs become spans in content order: a span continues while the next glyph sits on the
-//!    same baseline and close after the previous one; a gap wider than ~0.15 em, or a space
-//!    glyph, becomes one space (TJ offsets and word positioning included, since only the
-//!    geometry counts).
+//!    same baseline and close after the previous one; a gap wider than 0.1 em (poppler's
+//!    `minWordBreakSpace`; 0.15 em before issue 15's OCR layers), or a space glyph, becomes
+//!    one space (TJ offsets and word positioning included, since only the geometry counts),
+//!    except in a letter-spaced line (`letter_spaced`).
 //! 2. Spans are ordered by a recursive cut: a vertical strip free of text across the whole
 //!    region (a gutter) splits it into columns, read left then right; otherwise the region is cut
 //!    into line bands top to bottom, consecutive bands that share a free strip are grouped (a
@@ -232,7 +233,7 @@ impl SpanBuilder {
                 let spaced = s
                     .pending_space
                     .is_some_and(|at| x0 > at + 0.1 * s.size.min(size));
-                if (spaced || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
+                if (spaced || gap > 0.1 * s.size.min(size)) && !s.text.ends_with(' ') {
                     s.text.push(' ');
                 }
                 if (spaced || gap > 0.1 * s.size.min(size)) && s.bounds.len() < 4096 {
@@ -559,7 +560,7 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
             let mut text = String::new();
             let mut reach = f32::NEG_INFINITY;
             for s in &line {
-                if !text.is_empty() && s.x0 - reach > 0.15 * s.size && !text.ends_with(' ') {
+                if !text.is_empty() && s.x0 - reach > 0.1 * s.size && !text.ends_with(' ') {
                     text.push(' ');
                 }
                 text.push_str(&s.text);
