@@ -16,7 +16,9 @@ Type3 font whose glyphs are named by their codes, vertical writing (Identity-V),
 accents drawn over their letters, a TrueType cmap with Kangxi radical aliases,
 a space glyph the pen backs out of, `endstream` on
 the data's line, three- and four-byte codes of an embedded CMap, content-stream tokens lopdf's
-parser cannot read, form fields, glyph names with a `.suffix`. fontTools
+parser cannot read, form fields, glyph names with a `.suffix`, CFF fonts whose glyph names no list knows (Arabic
+glyphs named after their Unicode names, ArabTeX's `char92`), letters of the other direction
+inside right-to-left words, an OCR layer's letter-spaced words. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -819,6 +821,31 @@ def rtl_embedded_runs():
     write("rtl-embedded-runs", objs, "الج a ب r ي\nבשנת 2024")
 
 
+# 23. An OCR layer as a scanner writes it (EPSON Scan): invisible text (3 Tr) in a standard
+#     font without /Widths, each word's letters spread by Tc over the word's width on the
+#     scan, its last letter drawn apart at Tc 0, words after a space glyph with Tw. A line
+#     made only of single letters is letter-spaced (poppler's rule): its words read whole.
+def ocr_letter_spaced():
+    words = [("9", 0.0, 0.0), ("North", 2.90, 0.58), ("Buona", 2.47, -1.41),
+             ("Vista", 2.67, 1.75), ("Drive", 2.74, 0.72)]
+    content = "BT 3 Tr /F1 12 Tf 72 Tz 1 0 0 1 93.6 648.96 Tm 0 Tw "
+    for i, (w, tc, tw) in enumerate(words):
+        head, last = (" " if i else "") + w[:-1], w[-1]
+        if head.strip():
+            content += "%.2f Tc %.2f Tw (%s) Tj 0 Tc " % (tc, tw, head)
+        content += "(%s) Tj " % last
+    content += "ET\nBT 3 Tr /F1 9 Tf 100 Tz 1 0 0 1 93.6 620 Tm -0.2 Tc (Agreemen) Tj 0 Tc (t) Tj "
+    content += "-0.07 Tc 1.66 Tw ( No) Tj 0 Tc (.) Tj 0.5 Tw ( 010099) Tj ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>",
+    ]
+    write("ocr-letter-spaced", objs, "9 North Buona Vista Drive\nAgreement No. 010099")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -841,4 +868,5 @@ acroform_fields()
 glyph_name_suffixes()
 cff_unicode_names()
 rtl_embedded_runs()
+ocr_letter_spaced()
 print("wrote", OUT)
