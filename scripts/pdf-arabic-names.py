@@ -65,7 +65,11 @@ def main():
         f.write("/// Sorted by name.\n")
         f.write("pub const NAMES: &[(&str, char)] = &[\n")
         for k, cp in rows:
-            f.write(f"    (\"{k}\", '\\u{{{cp:04X}}}'),\n")
+            one = f"    (\"{k}\", '\\u{{{cp:04X}}}'),"
+            if len(k) + 14 <= 60:
+                f.write(one + "\n")
+            else:  # as rustfmt writes it
+                f.write(f"    (\n        \"{k}\",\n        '\\u{{{cp:04X}}}',\n    ),\n")
         f.write("];\n\n")
         f.write("/// The character a glyph name of this kind names.\n")
         f.write("pub fn lookup(name: &str) -> Option<char> {\n")

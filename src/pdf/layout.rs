@@ -665,7 +665,10 @@ pub fn logical_order(line: String) -> String {
 }
 
 fn is_number(class: unicode_bidi::BidiClass) -> bool {
-    matches!(class, unicode_bidi::BidiClass::EN | unicode_bidi::BidiClass::AN)
+    matches!(
+        class,
+        unicode_bidi::BidiClass::EN | unicode_bidi::BidiClass::AN
+    )
 }
 
 /// Marks each run written in the other direction than its line with explicit embedding
