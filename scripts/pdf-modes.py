@@ -16,7 +16,9 @@ Type3 font whose glyphs are named by their codes, vertical writing (Identity-V),
 accents drawn over their letters, a TrueType cmap with Kangxi radical aliases,
 a space glyph the pen backs out of, `endstream` on
 the data's line, three- and four-byte codes of an embedded CMap, content-stream tokens lopdf's
-parser cannot read, form fields, glyph names with a `.suffix`. fontTools
+parser cannot read, form fields, glyph names with a `.suffix`, CFF fonts whose glyph names no list knows (Arabic
+glyphs named after their Unicode names, ArabTeX's `char92`), letters of the other direction
+inside right-to-left words, an OCR layer's letter-spaced words. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -728,6 +730,122 @@ def glyph_name_suffixes():
     write("glyph-name-suffixes", objs, " ".join(w for w, _ in words))
 
 
+def cff_font(font_name, names, enc_pairs):
+    """A small CFF program (/FontFile3 /Type1C) whose glyphs are `names` (boxes) and whose own
+    encoding puts them at the codes of `enc_pairs` [(code, name)]."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    names = [".notdef"] + [n for n in names if n != ".notdef"]
+    fb = FontBuilder(1000, isTTF=False)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({})
+    strings = {}
+    for g in names:
+        pen = T2CharStringPen(500, None)
+        if g != "space":
+            pen.moveTo((50, 0))
+            pen.lineTo((450, 0))
+            pen.lineTo((450, 600))
+            pen.closePath()
+        strings[g] = pen.getCharString()
+    fb.setupCFF(font_name, {"FullName": font_name.split("+")[-1]}, strings, {})
+    cff = fb.font["CFF "].cff
+    enc = [".notdef"] * 256
+    for code, g in enc_pairs:
+        enc[code] = g
+    cff.topDictIndex[0].Encoding = enc
+    buf = io.BytesIO()
+    cff.compile(buf, fb.font)
+    return buf.getvalue()
+
+
+# 21. Simple fonts embedded as CFF with their own encoding, no /Encoding and no ToUnicode, as
+#     Ghostscript embeds them for dvips: Traditional Arabic's glyphs named after their Unicode
+#     names (`seeninitial`, `lamwithalefisolated`: no glyph list knows them, pdftotext passes
+#     their codes through as Latin letters), drawn in visual order; and an ArabTeX-style font
+#     whose glyphs are `char54`, `char61`…, names nobody knows, whose codes poppler passes
+#     through (ASCII here), and so do we.
+def cff_unicode_names():
+    arabic = [(0x41, "seeninitial", "\ufeb3"), (0x42, "lammedial", "\ufee0"),
+              (0x43, "aleffinal", "\ufe8e"), (0x44, "meemisolated", "\ufee1"),
+              (0x45, "lamwithalefisolated", "\ufefb"), (0x20, "space", " ")]
+    prog1 = cff_font("KYJYAS+TraditionalArabic", [n for _, n, _ in arabic],
+                     [(c, n) for c, n, _ in arabic])
+    prog2 = cff_font("RESJAX+xnsh14", ["char54", "char61", "char62"],
+                     [(0x54, "char54"), (0x61, "char61"), (0x62, "char62")])
+    # Logical "ﺳﻠﺎﻡ ﻻ", drawn left to right: the second word first, each word reversed.
+    content = ("BT /F1 14 Tf 72 720 Td (E DCBA) Tj ET\n"
+               "BT /F2 14 Tf 72 690 Td (Tab) Tj ET\n")
+    widths = " ".join(["500"] * 96)
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R /F2 7 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /KYJYAS+TraditionalArabic /FirstChar 32 /LastChar 127 /Widths [%s] /FontDescriptor 6 0 R >>" % widths,
+        "<< /Type /FontDescriptor /FontName /KYJYAS+TraditionalArabic /Flags 4 /FontBBox [0 0 500 600] /ItalicAngle 0 /Ascent 600 /Descent 0 /CapHeight 600 /StemV 72 /FontFile3 9 0 R >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /RESJAX+xnsh14 /FirstChar 32 /LastChar 127 /Widths [%s] /FontDescriptor 8 0 R >>" % widths,
+        "<< /Type /FontDescriptor /FontName /RESJAX+xnsh14 /Flags 4 /FontBBox [0 0 500 600] /ItalicAngle 0 /Ascent 600 /Descent 0 /CapHeight 600 /StemV 72 /FontFile3 10 0 R >>",
+        stream(prog1, "/Subtype /Type1C", compress=True),
+        stream(prog2, "/Subtype /Type1C", compress=True),
+    ]
+    write("cff-unicode-names", objs, "\ufeb3\ufee0\ufe8e\ufee1 \ufefb\nTab")
+
+
+# 22. Letters of the other direction inside a word (ArabTeX's fonts map some glyphs to Latin
+#     letters, Beamer overlays put a letter inside an Arabic word) and a number glued to a
+#     Hebrew word: pdftotext writes each such run between bidi embedding marks, so it is a
+#     word of its own. The known text spells those words apart.
+def rtl_embedded_runs():
+    ar = "الجaبrي"
+    he = "בשנת2024"
+    codes, pairs = coded(ar + he)
+    table = dict((ch, c) for c, ch in pairs)
+    # Visual order, as a shaper lays the lines out: the RTL letters reversed around the
+    # left-to-right runs, which keep their own order.
+    vis_ar = "ي" + "r" + "ب" + "a" + "جلا"
+    vis_he = "2024" + "תנשב"
+    content = ""
+    for y, s in ((720, vis_ar), (690, vis_he)):
+        content += "BT /F1 14 Tf 72 %d Td %s Tj ET\n" % (y, hex2([table[c] for c in s]))
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content.encode("latin-1"), compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ArialUnicode /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ArialUnicode /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
+        stream(tounicode(pairs), compress=True),
+    ]
+    write("rtl-embedded-runs", objs, "الج a ب r ي\nבשנת 2024")
+
+
+# 23. An OCR layer as a scanner writes it (EPSON Scan): invisible text (3 Tr) in a standard
+#     font without /Widths, each word's letters spread by Tc over the word's width on the
+#     scan, its last letter drawn apart at Tc 0, words after a space glyph with Tw. A line
+#     made only of single letters is letter-spaced (poppler's rule): its words read whole.
+def ocr_letter_spaced():
+    words = [("9", 0.0, 0.0), ("North", 2.90, 0.58), ("Buona", 2.47, -1.41),
+             ("Vista", 2.67, 1.75), ("Drive", 2.74, 0.72)]
+    content = "BT 3 Tr /F1 12 Tf 72 Tz 1 0 0 1 93.6 648.96 Tm 0 Tw "
+    for i, (w, tc, tw) in enumerate(words):
+        head, last = (" " if i else "") + w[:-1], w[-1]
+        if head.strip():
+            content += "%.2f Tc %.2f Tw (%s) Tj 0 Tc " % (tc, tw, head)
+        content += "(%s) Tj " % last
+    content += "ET\nBT 3 Tr /F1 9 Tf 100 Tz 1 0 0 1 93.6 620 Tm -0.2 Tc (Agreemen) Tj 0 Tc (t) Tj "
+    content += "-0.07 Tc 1.66 Tw ( No) Tj 0 Tc (.) Tj 0.5 Tw ( 010099) Tj ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>",
+    ]
+    write("ocr-letter-spaced", objs, "9 North Buona Vista Drive\nAgreement No. 010099")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -748,4 +866,7 @@ wide_cmap_codes()
 bad_content_tokens()
 acroform_fields()
 glyph_name_suffixes()
+cff_unicode_names()
+rtl_embedded_runs()
+ocr_letter_spaced()
 print("wrote", OUT)

@@ -168,24 +168,90 @@ fn glyph_name_text(name: &[u8]) -> Option<String> {
     Some(t.to_string())
 }
 
-/// Text of a glyph name the glyph list does not know that is a letter or two and a decimal
-/// number (`a65`, `g67`, `cid120`…: dvips' bitmap Type3 fonts and some converters name every
-/// glyph by its code), read as that code point as poppler does (issue 15: TeX documents set
-/// in bitmap fonts came out empty). Control characters are no text.
-fn numeric_glyph_name(name: &[u8]) -> Option<String> {
-    let digits = name.iter().position(|b| b.is_ascii_digit())?;
-    let (prefix, number) = name.split_at(digits);
-    if !(1..=3).contains(&prefix.len())
-        || !prefix.iter().all(|b| b.is_ascii_alphabetic())
-        || !(2..=3).contains(&number.len())
-        || !number.iter().all(|b| b.is_ascii_digit())
-    {
+/// A glyph name of the form `Ann`, `ABnn` or `nn` (a letter or two and a decimal number:
+/// dvips' bitmap Type3 fonts name their glyphs `/a0` … `/a127`), or with `hex` `Axx` / `xx`
+/// (two hex digits), read as poppler's `parseNumericName` reads it: the number, trailing
+/// punctuation allowed.
+fn parse_numeric_name(name: &[u8], hex: bool) -> Option<u32> {
+    let digits: &[u8] = if hex {
+        let n = name
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        match n {
+            3 if name[0].is_ascii_alphabetic() => &name[1..3],
+            2 => &name[..2],
+            _ => return None,
+        }
+    } else {
+        let alpha = name
+            .iter()
+            .take(2)
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        let rest = &name[alpha..];
+        let n = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if rest[n..].iter().any(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        &rest[..n]
+    };
+    if digits.is_empty() || digits.len() > 9 {
         return None;
     }
-    let n: u32 = std::str::from_utf8(number).ok()?.parse().ok()?;
-    char::from_u32(n)
-        .filter(|c| !c.is_control())
-        .map(String::from)
+    u32::from_str_radix(std::str::from_utf8(digits).ok()?, if hex { 16 } else { 10 }).ok()
+}
+
+/// Whether a font's `Differences` name its glyphs by number, as poppler decides it
+/// (`testForNumericNames`): every run starts at a code up to 5 and every name is numeric.
+/// Then a name no glyph list knows is read as its number (issue 15: TeX documents set in
+/// bitmap fonts came out empty); otherwise such a name passes its code through (see
+/// `load_simple`), which for Ghostscript's `/a65` at code 65 is the same letter.
+fn numeric_names(doc: &Document, diffs: &[Object], hex: bool) -> bool {
+    !diffs.is_empty()
+        && diffs.iter().take(4096).all(|o| match deref(doc, o) {
+            Object::Integer(i) => *i <= 5,
+            Object::Name(n) => parse_numeric_name(n, hex).is_some(),
+            _ => false,
+        })
+}
+
+/// Whether unknown names look like `Axx` / `xx` with a hex letter among the two digits
+/// (poppler then reads numeric names as hexadecimal).
+fn hex_name(name: &[u8]) -> bool {
+    let hexletter = |b: &u8| matches!(b, b'a'..=b'f' | b'A'..=b'F');
+    match name {
+        [a, x, y] => {
+            a.is_ascii_alphabetic()
+                && x.is_ascii_hexdigit()
+                && y.is_ascii_hexdigit()
+                && (hexletter(x) || hexletter(y))
+        }
+        [x, y] => x.is_ascii_hexdigit() && y.is_ascii_hexdigit() && hexletter(y),
+        _ => false,
+    }
+}
+
+/// Text of a glyph name: the glyph list (and the rules of `glyph_list_text`), else, when the
+/// font's `Differences` name glyphs by number (`numeric`: Some(hex)), the name's number
+/// (poppler reads numeric names only there, never in a font program's own encoding:
+/// Ghostscript's Dingbats name their glyphs `a120`, and pdftotext passes their codes
+/// through). Control characters are no text. Empty: no list knows it.
+fn name_text(
+    doc: &Document,
+    name: &[u8],
+    numeric: Option<bool>,
+    cache: &mut HashMap<Vec<u8>, Box<str>>,
+) -> Box<str> {
+    let t = glyph_list_text(doc, name, cache);
+    match numeric {
+        Some(hex) if t.is_empty() => parse_numeric_name(name, hex)
+            .and_then(char::from_u32)
+            .filter(|c| !c.is_control())
+            .map(|c| c.to_string().into())
+            .unwrap_or_default(),
+        _ => t,
+    }
 }
 
 /// Glyph-name → text through lopdf's glyph list (asked with a one-entry Differences).
@@ -201,20 +267,16 @@ fn glyph_list_text(
     let text: Box<str> = match glyph_name_text(name) {
         Some(t) => t.into(),
         // A ligature of names only the glyph list knows (`afii57444_afii57411`, lam-alef:
-        // issue 15's Farsi chart printed the names).
-        None if base.contains(&b'_') && !base.starts_with(b"_") => {
-            let parts: Vec<Box<str>> = base
-                .split(|&c| c == b'_')
-                .filter(|p| !p.is_empty() && !p.contains(&b'_'))
-                .take(8)
-                .map(|p| glyph_list_text(doc, p, cache))
-                .collect();
-            if parts.iter().any(|p| p.is_empty()) {
-                "".into()
-            } else {
-                parts.concat().into()
-            }
-        }
+        // issue 15's Farsi chart printed the names). A part no list knows is left out, as
+        // poppler leaves it (Velthuis' Devanagari `d_dh` reads `d`); none known: nothing.
+        None if base.contains(&b'_') && !base.starts_with(b"_") => base
+            .split(|&c| c == b'_')
+            .filter(|p| !p.is_empty() && !p.contains(&b'_'))
+            .take(8)
+            .map(|p| glyph_list_text(doc, p, cache))
+            .collect::<Vec<Box<str>>>()
+            .concat()
+            .into(),
         // The glyph list is asked for the name before its first dot (the glyph list
         // specification's rule): `afii57415.isol`, `uni06CC.medi`, `alef.fina` are the letter's
         // positional forms (issue 15: a Farsi font chart lost every letter so named).
@@ -227,13 +289,25 @@ fn glyph_list_text(
             let mut font = Dictionary::new();
             font.set("Type", Object::Name(b"Font".to_vec()));
             font.set("Encoding", Object::Dictionary(enc));
-            match font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES) {
+            let listed: Box<str> = match font.get_font_encoding_with_limit(doc, MAX_CMAP_BYTES) {
                 Ok(e) => match e.bytes_to_string(&[65]) {
                     // A name the list does not know makes lopdf fall back to Standard: "A".
                     Ok(s) if s != "A" || base == b"A" => s.into(),
                     _ => "".into(),
                 },
                 Err(_) => "".into(),
+            };
+            if listed.is_empty() {
+                // Arabic glyphs named after their Unicode names (`behinitial`): fonts converted
+                // from TrueType without the glyph list's names (issue 15: Ghostscript's
+                // embedded Traditional Arabic read as nothing, pdftotext's as Latin letters).
+                std::str::from_utf8(base)
+                    .ok()
+                    .and_then(super::arabic_names::lookup)
+                    .map(|c| c.to_string().into())
+                    .unwrap_or(listed)
+            } else {
+                listed
             }
         }
     };
@@ -271,11 +345,13 @@ const SYMBOL: &str = " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦ�
 /// or an embedded CFF program's (`/FontFile3`) encoding and charset (issue 15: dvipdfmx and
 /// Ghostscript embed TeX's fonts as CFF, and their ligatures and Greek came out as Standard
 /// encoding's letters or nothing).
+///
+/// The flag is true when a glyph the encoding names is one no list knows (see `load_simple`).
 fn builtin_table(
     doc: &Document,
     font: &Dictionary,
     names: &mut HashMap<Vec<u8>, Box<str>>,
-) -> Option<Vec<Box<str>>> {
+) -> Option<(Vec<Box<str>>, bool)> {
     let fd = get(doc, font, b"FontDescriptor").and_then(|o| o.as_dict().ok());
     let file = fd.and_then(|fd| get(doc, fd, b"FontFile"));
     if let Some(Object::Stream(file)) = file {
@@ -296,19 +372,21 @@ fn builtin_table(
             .take(1 << 16)
             .collect();
         let mut table = base_table(doc, None);
-        let mut found = false;
+        let (mut found, mut unknown) = (false, false);
         for w in toks.windows(4) {
             if w[0] == b"dup" && w[3] == b"put" && w[2].starts_with(b"/") {
                 let code = std::str::from_utf8(w[1])
                     .ok()
                     .and_then(|c| c.parse::<u8>().ok());
                 if let Some(code) = code {
-                    table[code as usize] = glyph_list_text(doc, &w[2][1..], names);
+                    let t = name_text(doc, &w[2][1..], None, names);
+                    unknown |= t.is_empty() && &w[2][1..] != b".notdef";
+                    table[code as usize] = t;
                     found = true;
                 }
             }
         }
-        return found.then_some(table);
+        return found.then_some((table, unknown));
     }
     if let Some(Object::Stream(file)) = fd.and_then(|fd| get(doc, fd, b"FontFile3")) {
         if let Some(t) = cff_table(doc, file, names) {
@@ -325,7 +403,7 @@ fn builtin_table(
                 table[0x20 + i] = c.to_string().into();
             }
         }
-        return Some(table);
+        return Some((table, false));
     }
     None
 }
@@ -337,22 +415,24 @@ fn cff_table(
     doc: &Document,
     file: &lopdf::Stream,
     names: &mut HashMap<Vec<u8>, Box<str>>,
-) -> Option<Vec<Box<str>>> {
+) -> Option<(Vec<Box<str>>, bool)> {
     let data = super::decode_stream(doc, file, MAX_FONT_BYTES).ok()?;
     let cff = ttf_parser::cff::Table::parse(&data)?;
     let mut table = base_table(doc, None);
-    let mut found = false;
+    let (mut found, mut unknown) = (false, false);
     for code in 0u8..=255 {
         let name = cff
             .glyph_index(code)
             .filter(|g| g.0 != 0)
             .and_then(|g| cff.glyph_name(g));
         if let Some(name) = name {
-            table[code as usize] = glyph_list_text(doc, name.as_bytes(), names);
+            let t = name_text(doc, name.as_bytes(), None, names);
+            unknown |= t.is_empty() && name != ".notdef";
+            table[code as usize] = t;
             found = true;
         }
     }
-    found.then_some(table)
+    found.then_some((table, unknown))
 }
 
 /// The ToUnicode CMap of a font, as a code → UTF-16 lookup. Read by `super::cmap`, not lopdf's
@@ -401,37 +481,48 @@ impl Font {
             ) => Some(n),
             _ => None,
         };
-        let mut table = match base_name {
-            Some(_) => base_table(doc, base_name),
+        let (mut table, mut unknown) = match base_name {
+            Some(_) => (base_table(doc, base_name), false),
             // No base encoding named: the font's own (issue 15: Symbol and TeX maths fonts
             // came out as Latin letters through StandardEncoding).
-            None => builtin_table(doc, font, names).unwrap_or_else(|| base_table(doc, None)),
+            None => {
+                builtin_table(doc, font, names).unwrap_or_else(|| (base_table(doc, None), false))
+            }
         };
         if let Some(diffs) = diffs {
+            let hex = diffs.iter().take(4096).any(|o| match deref(doc, o) {
+                Object::Name(n) => hex_name(n) && glyph_list_text(doc, n, names).is_empty(),
+                _ => false,
+            });
+            let numeric = numeric_names(doc, diffs, hex).then_some(hex);
             let mut code: i64 = 0;
             for o in diffs.iter().take(4096) {
                 match deref(doc, o) {
                     Object::Integer(i) => code = *i,
                     Object::Name(n) => {
                         if (0..256).contains(&code) {
-                            let mut t = glyph_list_text(doc, n, names);
-                            if t.is_empty() {
-                                t = numeric_glyph_name(n).map(Into::into).unwrap_or_default();
-                            }
-                            // A Type3 glyph whose name tells nothing (Ghostscript names the
-                            // glyphs of TeX's bitmap fonts /BT, /CP…) is taken as its code,
-                            // as poppler does: TeX's text fonts keep ASCII's letters there.
-                            if t.is_empty() && subtype == b"Type3" {
-                                t = char::from_u32(code as u32)
-                                    .filter(|c| !c.is_control())
-                                    .map(|c| c.to_string().into())
-                                    .unwrap_or_default();
-                            }
+                            let t = name_text(doc, n, numeric, names);
+                            unknown |= t.is_empty() && n != b".notdef";
                             table[code as usize] = t;
                         }
                         code += 1;
                     }
                     _ => {}
+                }
+            }
+        }
+        // A font that names a glyph no list knows: every code still without text is taken
+        // as itself, as poppler does (`Gfx8BitFont`, "simple pass-through mapping for unknown
+        // character names"): Ghostscript names the glyphs of TeX's bitmap fonts /BT, /CP…
+        // and ArabTeX's `char92`, Velthuis' Devanagari fonts name theirs /ka, /halfva, and
+        // their codes are the documents' transliteration (issue 15: such pages read as
+        // nothing, pdftotext's as those letters). Control codes stay no text.
+        if unknown {
+            for (code, slot) in table.iter_mut().enumerate() {
+                if slot.is_empty() {
+                    if let Some(c) = char::from_u32(code as u32).filter(|c| !c.is_control()) {
+                        *slot = c.to_string().into();
+                    }
                 }
             }
         }
@@ -868,8 +959,11 @@ fn cid_to_gid(doc: &Document, desc: &Dictionary) -> Option<Vec<u16>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{alias_rank, glyph_list_text, glyph_name_text, numeric_glyph_name, SYMBOL};
-    use lopdf::Document;
+    use super::{
+        alias_rank, glyph_list_text, glyph_name_text, hex_name, numeric_names, parse_numeric_name,
+        SYMBOL,
+    };
+    use lopdf::{Document, Object};
     use std::collections::HashMap;
 
     #[test]
@@ -881,15 +975,31 @@ mod tests {
     }
 
     #[test]
-    fn numeric_glyph_names_are_their_code() {
-        assert_eq!(numeric_glyph_name(b"a65").as_deref(), Some("A"));
-        assert_eq!(numeric_glyph_name(b"g101").as_deref(), Some("e"));
-        assert_eq!(numeric_glyph_name(b"cid120").as_deref(), Some("x"));
-        assert_eq!(numeric_glyph_name(b"a1"), None);
-        assert_eq!(numeric_glyph_name(b"a13"), None);
-        assert_eq!(numeric_glyph_name(b"alpha"), None);
-        assert_eq!(numeric_glyph_name(b"a65b"), None);
-        assert_eq!(numeric_glyph_name(b"a1234"), None);
+    fn numeric_glyph_names_are_read_as_poppler_reads_them() {
+        let n = |s: &[u8]| parse_numeric_name(s, false);
+        assert_eq!(n(b"a65"), Some(65));
+        assert_eq!(n(b"g101"), Some(101));
+        assert_eq!(n(b"cs1234"), Some(1234));
+        assert_eq!(n(b"17"), Some(17));
+        assert_eq!(n(b"cid120"), None);
+        assert_eq!(n(b"alpha"), None);
+        assert_eq!(n(b"a65b"), None);
+        assert_eq!(parse_numeric_name(b"x7f", true), Some(0x7F));
+        assert_eq!(parse_numeric_name(b"x7f0", true), None);
+        assert!(hex_name(b"x7f") && hex_name(b"1A") && !hex_name(b"x75") && !hex_name(b"a0"));
+        // Numeric only when every run starts at a code up to 5 and every name is a number
+        // (dvips' bitmap fonts); `[117 /x75]` passes its code through instead.
+        let doc = Document::with_version("1.5");
+        let d = |v: Vec<Object>| numeric_names(&doc, &v, false);
+        let name = |s: &str| Object::Name(s.as_bytes().to_vec());
+        assert!(d(vec![
+            Object::Integer(0),
+            name("a0"),
+            name("a1"),
+            name("a65")
+        ]));
+        assert!(!d(vec![Object::Integer(117), name("x75")]));
+        assert!(!d(vec![Object::Integer(0), name("a0"), name("alpha")]));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! From positioned glyphs to reading-order text.
 //!
 //! 1. Glyphs become spans in content order: a span continues while the next glyph sits on the
-//!    same baseline and close after the previous one; a gap wider than ~0.15 em, or a space
-//!    glyph, becomes one space (TJ offsets and word positioning included, since only the
-//!    geometry counts).
+//!    same baseline and close after the previous one; a gap wider than 0.1 em (poppler's
+//!    `minWordBreakSpace`; 0.15 em before issue 15's OCR layers), or a space glyph, becomes
+//!    one space (TJ offsets and word positioning included, since only the geometry counts),
+//!    except in a letter-spaced line (`letter_spaced`).
 //! 2. Spans are ordered by a recursive cut: a vertical strip free of text across the whole
 //!    region (a gutter) splits it into columns, read left then right; otherwise the region is cut
 //!    into line bands top to bottom, consecutive bands that share a free strip are grouped (a
@@ -28,6 +29,12 @@ pub struct Span {
     last_x0: f32,
     last: String,
     last_adv: f32,
+    /// Where the glyphs of this span stand apart by more than 0.1 em (poppler's word break,
+    /// `minWordBreakSpace`) or across a space glyph: the byte offset in `text` where the next
+    /// fragment starts (after the space, if one was written), the gap in device units, and
+    /// whether a space glyph stands there. A line whose fragments are all single characters
+    /// is letter-spaced (`letter_spaced`).
+    bounds: Vec<(u32, f32, bool)>,
 }
 
 impl Span {
@@ -226,8 +233,11 @@ impl SpanBuilder {
                 let spaced = s
                     .pending_space
                     .is_some_and(|at| x0 > at + 0.1 * s.size.min(size));
-                if (spaced || gap > 0.15 * s.size.min(size)) && !s.text.ends_with(' ') {
+                if (spaced || gap > 0.1 * s.size.min(size)) && !s.text.ends_with(' ') {
                     s.text.push(' ');
+                }
+                if (spaced || gap > 0.1 * s.size.min(size)) && s.bounds.len() < 4096 {
+                    s.bounds.push((s.text.len() as u32, gap, spaced));
                 }
                 s.pending_space = None;
                 self.chars += push_clean(&mut s.text, text);
@@ -255,6 +265,7 @@ impl SpanBuilder {
             last_x0: x0,
             last: text.to_string(),
             last_adv: x1 - x0,
+            bounds: Vec::new(),
         });
     }
 
@@ -545,15 +556,18 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
             .iter()
             .max_by_key(|s| s.text.len())
             .map_or(0.0, |s| s.size);
-        let mut text = String::new();
-        let mut reach = f32::NEG_INFINITY;
-        for s in line {
-            if !text.is_empty() && s.x0 - reach > 0.15 * s.size && !text.ends_with(' ') {
-                text.push(' ');
+        let text = letter_spaced(&line).unwrap_or_else(|| {
+            let mut text = String::new();
+            let mut reach = f32::NEG_INFINITY;
+            for s in &line {
+                if !text.is_empty() && s.x0 - reach > 0.1 * s.size && !text.ends_with(' ') {
+                    text.push(' ');
+                }
+                text.push_str(&s.text);
+                reach = reach.max(s.x1);
             }
-            text.push_str(&s.text);
-            reach = reach.max(s.x1);
-        }
+            text
+        });
         out.push(Line {
             text: logical_order(text),
             y,
@@ -563,13 +577,64 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
     }
 }
 
+/// A letter-spaced line, as poppler reads it (`TextLine::coalesce`): when every fragment of
+/// a line (glyphs closer than 0.1 em) is a single character, the gaps between letters are
+/// not word spaces; a gap is a space only from 1.3 times the line's narrowest gap (at most
+/// 0.4 em) on. OCR layers spread each word's letters over the word's width on the scan, and
+/// spaced-out headings do the same (issue 15: an EPSON scan's `N o r t h`, `C o m p a n y`,
+/// which pdftotext reads whole). Unlike poppler, a space glyph drawn between two letters stays
+/// a space (`α β γ` typed with spaces is not `αβγ`). None: not such a line.
+fn letter_spaced(line: &[&Span]) -> Option<String> {
+    let size = line.first()?.size;
+    // (fragment, gap before it, a space glyph before it)
+    let mut frags: Vec<(&str, f32, bool)> = Vec::new();
+    let mut reach = f32::NEG_INFINITY;
+    for s in line {
+        let mut start = 0usize;
+        let (mut gap, mut glyph) = (s.x0 - reach, false);
+        for &(at, g, spaced) in &s.bounds {
+            let at = (at as usize).min(s.text.len());
+            if at <= start || !s.text.is_char_boundary(at) {
+                continue;
+            }
+            frags.push((s.text[start..at].trim_end_matches(' '), gap, glyph));
+            (start, gap, glyph) = (at, g, spaced);
+        }
+        frags.push((&s.text[start..], gap, glyph));
+        reach = reach.max(s.x1);
+        if frags.len() > 4096 {
+            return None;
+        }
+    }
+    if frags.len() < 2 || frags.iter().any(|(f, _, _)| f.chars().count() != 1) {
+        return None;
+    }
+    let narrowest = frags[1..]
+        .iter()
+        .map(|&(_, g, _)| g)
+        .fold(f32::INFINITY, f32::min);
+    if narrowest.is_nan() || narrowest <= 0.0 {
+        return None;
+    }
+    let space = (1.3 * narrowest).min(0.4 * size);
+    let mut text = String::new();
+    for (i, &(f, g, glyph)) in frags.iter().enumerate() {
+        if i > 0 && (g >= space || glyph) {
+            text.push(' ');
+        }
+        text.push_str(f);
+    }
+    Some(text)
+}
+
 /// A line with right-to-left text (Hebrew, Arabic) is laid out here in visual order, the way
 /// producers draw it (or we placed its glyphs), so each RTL word reads reversed (issue 15).
 /// The Unicode bidi algorithm's reordering (rule L2) reverses the RTL runs and keeps numbers
 /// and embedded LTR runs as written, and applied to the visual string it gives back the
 /// logical order. The paragraph direction is the line's majority of strong characters.
 /// `unicode-bidi` (Servo's, already in the tree) implements UAX #9; lines without RTL
-/// characters are returned untouched.
+/// characters are returned untouched. Runs of the other direction are then marked as
+/// pdftotext marks them (`embed_runs`).
 pub fn logical_order(line: String) -> String {
     use unicode_bidi::{bidi_class, BidiClass, BidiInfo, Level};
     let (mut rtl, mut ltr) = (0usize, 0usize);
@@ -593,6 +658,78 @@ pub fn logical_order(line: String) -> String {
     for para in &info.paragraphs {
         out.push_str(&info.reorder_line(para, para.range.clone()));
     }
+    if ltr == 0 && !out.chars().any(|c| is_number(bidi_class(c))) {
+        return out;
+    }
+    embed_runs(&out, level.is_rtl())
+}
+
+fn is_number(class: unicode_bidi::BidiClass) -> bool {
+    matches!(
+        class,
+        unicode_bidi::BidiClass::EN | unicode_bidi::BidiClass::AN
+    )
+}
+
+/// Marks each run written in the other direction than its line with explicit embedding
+/// controls, as poppler's `reorderText` writes a line: in a right-to-left line every run of
+/// left-to-right letters or digits between LRE (U+202A) and PDF (U+202C), in a left-to-right
+/// line every run of right-to-left letters between RLE (U+202B) and PDF. A viewer shows the
+/// line as it stands on the page, and a run that touches a word of the other direction with
+/// no space between (a transliterated letter inside an Arabic word, a glyph the font maps to
+/// a Latin letter, a number glued to a word) is a word of its own, as in pdftotext's text
+/// (issue 15: ArabTeX's `ae` fonts and Beamer overlays inside Arabic words made one word of
+/// several). A run ends before the first character of the line's own direction; spaces and
+/// punctuation at its end stay outside the marks.
+fn embed_runs(line: &str, rtl: bool) -> String {
+    use unicode_bidi::{bidi_class, BidiClass};
+    let chars: Vec<char> = line.chars().collect();
+    // Whether a character opens (or continues) a run of the other direction, ends one, or
+    // is neutral.
+    let other = |c: char| {
+        let k = bidi_class(c);
+        if rtl {
+            k == BidiClass::L || is_number(k)
+        } else {
+            matches!(k, BidiClass::R | BidiClass::AL)
+        }
+    };
+    let own = |c: char| {
+        let k = bidi_class(c);
+        if rtl {
+            matches!(k, BidiClass::R | BidiClass::AL)
+        } else {
+            k == BidiClass::L || is_number(k)
+        }
+    };
+    let (open, close) = if rtl {
+        ('\u{202A}', '\u{202C}')
+    } else {
+        ('\u{202B}', '\u{202C}')
+    };
+    let mut out = String::with_capacity(line.len() + 8);
+    let mut i = 0;
+    while i < chars.len() {
+        if !other(chars[i]) {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        // The run: up to the next character of the line's own direction, less what trails
+        // its last character of the other direction (combining marks stay with it).
+        let mut end = i;
+        let mut last = i;
+        while end < chars.len() && !own(chars[end]) {
+            if other(chars[end]) || bidi_class(chars[end]) == BidiClass::NSM {
+                last = end;
+            }
+            end += 1;
+        }
+        out.push(open);
+        out.extend(&chars[i..=last]);
+        out.push(close);
+        i = last + 1;
+    }
     out
 }
 
@@ -613,6 +750,32 @@ mod tests {
             x += 5.0;
         }
         x
+    }
+
+    #[test]
+    fn letter_spaced_words_read_whole_as_pdftotext_reads_them() {
+        // An OCR layer spreads each word's letters (gaps of 0.2 em) with wider gaps between
+        // the words: a line made only of single letters reads as its words.
+        let mut b = SpanBuilder::default();
+        let mut x = 0.0;
+        for (i, w) in ["North", "Buona", "Vista"].iter().enumerate() {
+            if i > 0 {
+                x += 6.0;
+            }
+            for c in w.chars() {
+                b.glyph(x, x + 5.0, 100.0, 10.0, &c.to_string());
+                x += 7.0;
+            }
+        }
+        // A line with a word of several letters keeps its spaced letters apart.
+        let x = word(&mut b, 0.0, 80.0, "American");
+        let mut x = x + 4.0;
+        for c in "Ltd".chars() {
+            b.glyph(x, x + 5.0, 80.0, 10.0, &c.to_string());
+            x += 7.0;
+        }
+        let text = render(b.finish(), far());
+        assert_eq!(text, "North Buona Vista\nAmerican L t d");
     }
 
     #[test]
@@ -759,13 +922,25 @@ mod tests {
     #[test]
     fn right_to_left_lines_come_back_in_logical_order() {
         let visual = |s: &str| logical_order(s.to_string());
-        assert_eq!(visual("לקש 120 ריחמ םולש"), "שלום מחיר 120 שקל");
+        // Runs of the other direction come between embedding marks, as pdftotext writes
+        // them: a number in a Hebrew line, a Hebrew word in an English one.
+        assert_eq!(
+            visual("לקש 120 ריחמ םולש"),
+            "שלום מחיר \u{202A}120\u{202C} שקל"
+        );
         assert_eq!(visual("ملاعلاب ابحرم"), "مرحبا بالعالم");
         assert_eq!(
             visual("The word םולש means peace"),
-            "The word שלום means peace"
+            "The word \u{202B}שלום\u{202C} means peace"
         );
         assert_eq!(visual("plain text 42"), "plain text 42");
+        // A Latin letter drawn inside an Arabic word is a word of its own.
+        assert_eq!(visual("يrبaجلا"), "الج\u{202A}a\u{202C}ب\u{202A}r\u{202C}ي");
+        // Two Hebrew words in an English line are one run; the space after it stays out.
+        assert_eq!(
+            visual("we say םכל םולש now"),
+            "we say \u{202B}שלום לכם\u{202C} now"
+        );
     }
 
     #[test]

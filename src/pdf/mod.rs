@@ -7,6 +7,7 @@
 //! deadline between pages and every few thousand content operations, so the parse budget holds
 //! inside the work; `extract_guarded` adds catch_unwind as a last line of defence.
 
+pub mod arabic_names;
 pub mod cid_tables;
 pub mod cmap;
 pub mod content;
