@@ -1354,7 +1354,7 @@ fn words(s: &str) -> Vec<String> {
 const COUSIN_SHARE: f64 = 0.25;
 
 /// `PAYCALL_DOC_OFF=a,b` switches named heuristics off (development aid for A/B runs).
-fn off(name: &str) -> bool {
+pub(super) fn off(name: &str) -> bool {
     static O: OnceLock<Vec<String>> = OnceLock::new();
     O.get_or_init(|| {
         std::env::var("PAYCALL_DOC_OFF")
