@@ -242,9 +242,10 @@ pub fn bound_input(html: &str) -> Cow<'_, str> {
 ///
 /// Exact where it matters: the scan follows the tokenizer's own states to find where a raw
 /// text ends (script data's escaped and double-escaped states, comments, attribute quoting),
-/// and drops nothing inside `<svg>`/`<math>` (where `script` and `style` are markup), inside
-/// `<select>`, nor after a `<frameset>` or `<![CDATA[`, whose tree-builder states it does not
-/// model.
+/// and drops nothing inside `<select>`, nor after the first `<svg>`/`<math>` (where `script`,
+/// `style` and `title` are markup and stray end tags may or may not leave foreign content),
+/// a `<frameset>` or a `<![CDATA[`, whose tree-builder states it does not model; nor the
+/// attributes of a tag cut off by the end of input or with more than 256 attributes.
 pub fn bound_input_for_text(html: &str) -> Bounded<'_> {
     let html = truncate(html, MAX_INPUT_BYTES);
     let scan = scan(html.as_bytes(), true);
@@ -446,7 +447,7 @@ fn scan(b: &[u8], raw: bool) -> Scan {
             .map_or(b.len(), |p| name_at + p);
         let name = Name::new(&b[name_at..name_end]);
         attrs.clear();
-        let (tag_end, self_closing) = tag_end_with(b, name_end, Some(&mut attrs));
+        let (tag_end, self_closing, spans_whole) = tag_end_with(b, name_end, Some(&mut attrs));
         if closing {
             if name.is_any(NO_RAW_DROP_INSIDE) {
                 inside = inside.saturating_sub(1);
@@ -493,7 +494,13 @@ fn scan(b: &[u8], raw: bool) -> Scan {
             inside += 1;
         }
         unread.clear();
-        if exact && inside == 0 && !name.is_any(KEEPS_ATTRIBUTES) {
+        if name.is("svg") || name.is("math") {
+            // Foreign content: `script`/`style`/`title` inside are markup, not raw text, and
+            // stray end tags inside can leave it or not; the scan does not model the tree
+            // builder there, so it drops nothing more in this page.
+            exact = false;
+        }
+        if exact && inside == 0 && spans_whole && !name.is_any(KEEPS_ATTRIBUTES) {
             // A `/` right before a name would make `/>` of what is left: leave such tags be.
             if !attrs.iter().any(|a| b[a.name.0 - 1] == b'/') {
                 unread.extend(
@@ -686,7 +693,24 @@ struct AttrSpan {
     end: usize,
 }
 
-fn tag_end_with(b: &[u8], from: usize, mut attrs: Option<&mut Vec<AttrSpan>>) -> (usize, bool) {
+fn tag_end_with(b: &[u8], from: usize, attrs: Option<&mut Vec<AttrSpan>>) -> (usize, bool, bool) {
+    let mut overflow = false;
+    let (end, self_closing, closed) = tag_end_spans(b, from, attrs, &mut overflow);
+    (end, self_closing, closed && !overflow)
+}
+
+/// Attributes recorded per tag; a tag with more keeps all of them (memory stays bounded on a
+/// tag with millions of attributes).
+const MAX_TRACKED_ATTRIBUTES: usize = 256;
+
+/// [`tag_end_with`]'s scan: the end, whether self-closing, whether the tag closed before the
+/// input's end (a tag cut off by the end is never emitted, and its spans are not whole).
+fn tag_end_spans(
+    b: &[u8],
+    from: usize,
+    mut attrs: Option<&mut Vec<AttrSpan>>,
+    overflow: &mut bool,
+) -> (usize, bool, bool) {
     #[derive(PartialEq)]
     enum A {
         /// Before an attribute name (also after a quoted value and its whitespace).
@@ -700,10 +724,10 @@ fn tag_end_with(b: &[u8], from: usize, mut attrs: Option<&mut Vec<AttrSpan>>) ->
     let mut j = from;
     while let Some(&c) = b.get(j) {
         match st {
-            A::Before | A::AfterName | A::AfterQuoted if c == b'>' => return (j + 1, false),
+            A::Before | A::AfterName | A::AfterQuoted if c == b'>' => return (j + 1, false, true),
             A::Before | A::AfterName | A::AfterQuoted if c == b'/' => {
                 if b.get(j + 1) == Some(&b'>') {
-                    return (j + 2, true);
+                    return (j + 2, true, true);
                 }
                 st = A::Before;
                 j += 1;
@@ -716,10 +740,16 @@ fn tag_end_with(b: &[u8], from: usize, mut attrs: Option<&mut Vec<AttrSpan>>) ->
             }
             A::Before | A::AfterName => {
                 if let Some(a) = attrs.as_deref_mut() {
-                    a.push(AttrSpan {
-                        name: (j, j),
-                        end: j,
-                    });
+                    if a.len() < MAX_TRACKED_ATTRIBUTES {
+                        a.push(AttrSpan {
+                            name: (j, j),
+                            end: j,
+                        });
+                    } else {
+                        // The spans below would belong to the last recorded attribute.
+                        *overflow = true;
+                        attrs = None;
+                    }
                 }
                 st = A::Name;
                 j += 1;
@@ -746,7 +776,7 @@ fn tag_end_with(b: &[u8], from: usize, mut attrs: Option<&mut Vec<AttrSpan>>) ->
             }
             A::BeforeValue => match c {
                 c if is_ws(c) => j += 1,
-                b'>' => return (j + 1, false),
+                b'>' => return (j + 1, false, true),
                 b'"' | b'\'' => match memchr::memchr(c, &b[j + 1..]) {
                     Some(p) => {
                         j += p + 2;
@@ -755,7 +785,7 @@ fn tag_end_with(b: &[u8], from: usize, mut attrs: Option<&mut Vec<AttrSpan>>) ->
                             a.end = j;
                         }
                     }
-                    None => return (b.len(), false),
+                    None => return (b.len(), false, false),
                 },
                 _ => {
                     // Unquoted: up to whitespace or `>`.
@@ -767,13 +797,13 @@ fn tag_end_with(b: &[u8], from: usize, mut attrs: Option<&mut Vec<AttrSpan>>) ->
                                 a.end = j;
                             }
                         }
-                        None => return (b.len(), false),
+                        None => return (b.len(), false, false),
                     }
                 }
             },
         }
     }
-    (b.len(), false)
+    (b.len(), false, false)
 }
 
 #[cfg(test)]
@@ -934,7 +964,7 @@ mod tests {
     #[test]
     fn tags_end_where_the_tokenizer_ends_them() {
         fn end(s: &str) -> (&str, bool) {
-            let (e, sc) = tag_end_with(s.as_bytes(), 2, None);
+            let (e, sc, _) = tag_end_with(s.as_bytes(), 2, None);
             (&s[e..], sc)
         }
         assert_eq!(end("<p class=a'b>t"), ("t", false));

@@ -180,6 +180,13 @@ mod tests {
             "<div/x>self</div><p>t<!-- <script> -->after<!--><script>a</script>",
             "<math><mi>x</mi><style>s</style></math><p>t",
             "<frameset><frame src=a></frameset>",
+            // Found in review: a quoted value the input's end cuts off; svg/math counted
+            // wrongly by stray end tags; raw-text names inside svg.
+            "<p>first para</p><div data-x=\"1>tail text that is not part of the page",
+            "<p data-x='a>",
+            "<p>before</p><svg></math><style><p>hidden words here</p></style></svg><p>after</p>",
+            "<p>before</p><svg></select><style><p>hidden words here</p></style></svg>",
+            "<p>before</p><svg><title><a title=\"</title></svg>\"></a></title><style>X<p>visible paragraph text</p></style></svg><p>after</p>",
             "<textarea><style></textarea><p data-a=1>t",
             "<template><p data-a=1>t</p><style>x</style></template>",
         ] {
