@@ -14,11 +14,14 @@
 //!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
 //!                               optionally under "output") instead of running our extractor
 //!   --as-markdown               with --score-output: predictions are markdown, strip it first
-//!   --dump <dir>                write each page's markdown to <dir>/<id>.md
+//!   --dump <dir>                write each page's markdown to <dir>/<id>.md and its
+//!                               metadata to <dir>/<id>.meta
 //!   --only <id prefix>          run on matching pages only
 //!   --worst <n>                 how many of the worst pages to list (default 10)
 //!   --repeat <n>                extraction rounds for the in-process speed (default 1)
 //!   --no-command                skip the speed through `paycall markdown --out` (batch mode)
+//!   --check-bounds              only check that the lean input the extractor parses (scripts,
+//!                               styles, unread attributes dropped) builds the page's tree
 //! ```
 //!
 //! Quality is scored on `markdown_to_text(markdown)` with the benchmark's own metric (see
@@ -52,6 +55,7 @@ struct Args {
     worst: usize,
     repeat: usize,
     command: bool,
+    check_bounds: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -67,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
         worst: 10,
         repeat: 1,
         command: true,
+        check_bounds: false,
     };
     let mut dir = None;
     while let Some(arg) = it.next() {
@@ -79,6 +84,7 @@ fn parse_args() -> Result<Args, String> {
             "--set" => a.kind = Kind::Set,
             "--split" => a.split = value("--split")?,
             "--no-command" => a.command = false,
+            "--check-bounds" => a.check_bounds = true,
             "--dump" => a.dump = Some(value("--dump")?.into()),
             "--only" => a.only = Some(value("--only")?),
             "--worst" => {
@@ -280,6 +286,19 @@ fn run() -> Result<(), String> {
         return Ok(());
     }
 
+    if args.check_bounds {
+        // The lean input the extractor parses must build the same tree (raw text and unread
+        // attributes aside) as the page.
+        let mut bad = 0;
+        for p in &pages {
+            if let Some(d) = paycall::doc::markdown::text_bounds_differ(&p.html) {
+                println!("  {}: {d}", p.id);
+                bad += 1;
+            }
+        }
+        println!("check-bounds: {bad} of {} pages differ", pages.len());
+        return Ok(());
+    }
     if let Some(d) = &args.dump {
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
@@ -299,6 +318,13 @@ fn run() -> Result<(), String> {
     for (p, doc) in pages.iter().zip(&outputs) {
         if let Some(d) = &args.dump {
             let _ = std::fs::write(d.join(format!("{}.md", p.id)), &doc.markdown);
+            // The metadata beside it, so a dump compares whole results (speed work must not
+            // change either).
+            let meta = format!(
+                "title: {:?}\ndescription: {:?}\nlanguage: {:?}\nbyline: {:?}\npublished: {:?}\nwords: {}\n",
+                doc.title, doc.description, doc.language, doc.byline, doc.published, doc.word_count
+            );
+            let _ = std::fs::write(d.join(format!("{}.meta", p.id)), meta);
         }
         let text = markdown_to_text(&doc.markdown);
         rows.push(shingle_overlap_with(&p.truth, &text, tokens));

@@ -6,7 +6,7 @@
 
 use scraper::Html;
 
-use super::parse::{parse_document, Budget, Refused};
+use super::parse::{parse_document, parse_document_sized, Budget, Refused};
 
 /// Index of a node in [`Dom::nodes`].
 pub type Ix = usize;
@@ -26,7 +26,13 @@ pub struct Elem {
 }
 
 impl Elem {
+    /// The attribute's value. Only [`super::input_bounds::READ_ATTRIBUTES`] reach the tree on
+    /// the extraction path: a name outside it panics in debug builds.
     pub fn attr(&self, name: &str) -> Option<&str> {
+        debug_assert!(
+            super::input_bounds::READ_ATTRIBUTES.contains(&name),
+            "`{name}` is dropped before parsing: add it to input_bounds::READ_ATTRIBUTES"
+        );
         self.attrs
             .iter()
             .find(|(k, _)| k == name)
@@ -55,20 +61,38 @@ impl Dom {
         Ok(Dom::from_html(&parse_document(html, budget)?))
     }
 
+    /// Parses the result of [`super::input_bounds::bound_input_for_text`], its budget counted
+    /// on the bytes the page had before its raw text was dropped.
+    pub fn parse_bounded(
+        bounded: &super::input_bounds::Bounded<'_>,
+        budget: &Budget,
+    ) -> Result<Dom, Refused> {
+        Ok(Dom::from_html(&parse_document_sized(
+            &bounded.text,
+            bounded.budget_bytes,
+            budget,
+        )?))
+    }
+
     /// The arena of an already parsed tree.
     pub fn from_html(parsed: &Html) -> Dom {
-        let mut nodes: Vec<Node> = Vec::new();
+        // Names are lower-case already except in foreign content (`foreignObject`).
+        let lower = |s: &str| {
+            if s.bytes().any(|c| c.is_ascii_uppercase()) {
+                s.to_ascii_lowercase()
+            } else {
+                s.to_string()
+            }
+        };
+        let mut nodes: Vec<Node> = Vec::with_capacity(parsed.tree.values().size_hint().0);
         // (node, parent index) — children are pushed in reverse so they pop in order.
         let mut stack = vec![(parsed.tree.root(), None::<Ix>)];
         while let Some((n, parent)) = stack.pop() {
             let kind = match n.value() {
                 scraper::Node::Document | scraper::Node::Fragment => Kind::Document,
                 scraper::Node::Element(e) => Kind::Element(Elem {
-                    tag: e.name().to_ascii_lowercase(),
-                    attrs: e
-                        .attrs()
-                        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
-                        .collect(),
+                    tag: lower(e.name()),
+                    attrs: e.attrs().map(|(k, v)| (lower(k), v.to_string())).collect(),
                 }),
                 scraper::Node::Text(t) => Kind::Text(t.to_string()),
                 _ => continue,
@@ -83,9 +107,10 @@ impl Dom {
             if let Some(p) = parent {
                 nodes[p].children.push(ix);
             }
-            let kids: Vec<_> = n.children().collect();
-            for c in kids.into_iter().rev() {
+            let mut kid = n.last_child();
+            while let Some(c) = kid {
                 stack.push((c, Some(ix)));
+                kid = c.prev_sibling();
             }
         }
         // Subtree ends, bottom-up.

@@ -86,10 +86,12 @@ const VOID: &[&str] = &[
     "wbr", "param", "keygen", "basefont", "bgsound", "frame", "image",
 ];
 
-/// Elements whose content is raw text up to their own end tag.
+/// Elements whose content is raw text up to their own end tag (`noscript` too: the parser runs
+/// with scripting on, as browsers do).
 const RAW_TEXT: &[&str] = &[
     "script",
     "style",
+    "noscript",
     "textarea",
     "title",
     "xmp",
@@ -130,16 +132,16 @@ const CLOSES_P: &[&str] = &[
 ];
 
 /// Tags that implicitly close an open sibling of the same group.
-fn sibling_group(tag: &str) -> Option<&'static [&'static str]> {
-    Some(match tag {
-        "li" => &["li"],
-        "dt" | "dd" => &["dt", "dd"],
-        "td" | "th" => &["td", "th"],
-        "tr" => &["tr", "td", "th"],
-        "thead" | "tbody" | "tfoot" => &["thead", "tbody", "tfoot", "tr", "td", "th"],
-        "option" => &["option"],
-        "optgroup" => &["optgroup", "option"],
-        "rt" | "rp" => &["rt", "rp"],
+fn sibling_group(tag: &Name) -> Option<&'static [&'static str]> {
+    Some(match tag.as_bytes() {
+        b"li" => &["li"],
+        b"dt" | b"dd" => &["dt", "dd"],
+        b"td" | b"th" => &["td", "th"],
+        b"tr" => &["tr", "td", "th"],
+        b"thead" | b"tbody" | b"tfoot" => &["thead", "tbody", "tfoot", "tr", "td", "th"],
+        b"option" => &["option"],
+        b"optgroup" => &["optgroup", "option"],
+        b"rt" | b"rp" => &["rt", "rp"],
         _ => return None,
     })
 }
@@ -149,15 +151,70 @@ const TRANSPARENT: &[&str] = &[
     "p", "div", "address", "span", "a", "b", "i", "em", "strong", "font", "small", "u",
 ];
 
+/// A tag name as the scan keeps it: lower-case and inline, so a tag costs no allocation. A
+/// name longer than the inline room keeps its first 16 bytes and a hash of the whole.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Name {
+    len: u8,
+    bytes: [u8; 24],
+}
+
+impl Name {
+    fn new(raw: &[u8]) -> Name {
+        let mut bytes = [0u8; 24];
+        if raw.len() <= bytes.len() {
+            for (d, s) in bytes.iter_mut().zip(raw) {
+                *d = s.to_ascii_lowercase();
+            }
+            return Name {
+                len: raw.len() as u8,
+                bytes,
+            };
+        }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &c in raw {
+            h = (h ^ u64::from(c.to_ascii_lowercase())).wrapping_mul(0x100_0000_01b3);
+        }
+        for (d, s) in bytes[..16].iter_mut().zip(raw) {
+            *d = s.to_ascii_lowercase();
+        }
+        bytes[16..].copy_from_slice(&h.to_le_bytes());
+        Name {
+            len: u8::MAX,
+            bytes,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        if self.len == u8::MAX {
+            &self.bytes
+        } else {
+            &self.bytes[..self.len as usize]
+        }
+    }
+
+    fn is(&self, s: &str) -> bool {
+        self.as_bytes() == s.as_bytes()
+    }
+
+    fn is_any(&self, list: &[&str]) -> bool {
+        list.iter().any(|s| self.is(s))
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
 /// Pops the open siblings a start tag implicitly closes: the lowest run of group members near
 /// the top of the stack, looking through inline wrappers, stopping at any other element (so a
 /// nested `<ul>` protects its parent's `<li>`).
-fn close_siblings(stack: &mut Vec<String>, group: &[&str]) {
+fn close_siblings(stack: &mut Vec<Name>, group: &[&str]) {
     let mut cut = None;
     for (k, n) in stack.iter().enumerate().rev().take(8) {
-        if group.contains(&n.as_str()) {
+        if n.is_any(group) {
             cut = Some(k);
-        } else if !TRANSPARENT.contains(&n.as_str()) {
+        } else if !n.is_any(TRANSPARENT) {
             break;
         }
     }
@@ -170,13 +227,51 @@ fn close_siblings(stack: &mut Vec<String>, group: &[&str]) {
 /// flattened. Borrowed when nothing needed changing.
 pub fn bound_input(html: &str) -> Cow<'_, str> {
     let html = truncate(html, MAX_INPUT_BYTES);
-    let drops = find_excess_tags(html.as_bytes());
+    let scan = scan(html.as_bytes(), false);
+    without(html, &scan.drops)
+}
+
+/// [`bound_input`] for text extraction (`doc::html_to_markdown`): the contents of `<script>`
+/// (but JSON, which the metadata reads), `<style>` and `<noscript>` are dropped too, elements
+/// kept (`<style></style>`), and so are the attributes outside [`READ_ATTRIBUTES`]. Those are
+/// bytes the extractor never reads, and on real pages more than half of them (55 % of the
+/// scrapinghub set is script and style): left in, the tokenizer and tree builder spend most
+/// of their time on them. The tree built from the result is the tree of [`bound_input`]'s
+/// result without those text nodes and attributes (`doc::markdown::text_bounds_differ`
+/// checks it on a page; the extraction bench runs it over its sets with `--check-bounds`).
+///
+/// Exact where it matters: the scan follows the tokenizer's own states to find where a raw
+/// text ends (script data's escaped and double-escaped states, comments, attribute quoting),
+/// and drops nothing inside `<select>`, nor after the first `<svg>`/`<math>` (where `script`,
+/// `style` and `title` are markup and stray end tags may or may not leave foreign content),
+/// a `<frameset>` or a `<![CDATA[`, whose tree-builder states it does not model; nor the
+/// attributes of a tag cut off by the end of input or with more than 256 attributes.
+pub fn bound_input_for_text(html: &str) -> Bounded<'_> {
+    let html = truncate(html, MAX_INPUT_BYTES);
+    let scan = scan(html.as_bytes(), true);
+    let text = without(html, &scan.drops);
+    Bounded {
+        budget_bytes: text.len() + scan.raw_dropped,
+        text,
+    }
+}
+
+/// What [`bound_input_for_text`] hands the parser.
+pub struct Bounded<'a> {
+    pub text: Cow<'a, str>,
+    /// The length [`bound_input`]'s result has: the node budget counts these bytes, so
+    /// dropping raw text does not shrink the budget.
+    pub budget_bytes: usize,
+}
+
+/// `html` without the byte ranges `drops` (in order, on char boundaries).
+fn without<'a>(html: &'a str, drops: &[(usize, usize)]) -> Cow<'a, str> {
     if drops.is_empty() {
         return Cow::Borrowed(html);
     }
     let mut out = String::with_capacity(html.len());
     let mut at = 0;
-    for (start, end) in drops {
+    for &(start, end) in drops {
         out.push_str(&html[at..start]);
         at = end;
     }
@@ -195,45 +290,170 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..cut]
 }
 
-/// Byte ranges of tags to drop, in order. Ranges always start at `<` and end after `>` (or at
-/// the end of input), both ASCII, so they are char boundaries.
-fn find_excess_tags(b: &[u8]) -> Vec<(usize, usize)> {
+/// What [`scan`] found.
+struct Scan {
+    /// Byte ranges to leave out, in order: excess tags, and raw text when asked for.
+    drops: Vec<(usize, usize)>,
+    /// Bytes of raw text and attributes among `drops`.
+    raw_dropped: usize,
+}
+
+/// Elements whose contents [`bound_input_for_text`] drops: the text the extractor never reads.
+const DROPPED_RAW_TEXT: &[&str] = &["script", "style", "noscript"];
+
+/// The attributes the extractor reads (`doc::dom::Elem::attr` checks it in debug builds):
+/// [`bound_input_for_text`] drops the others. Tracking ids, event handlers, `data-*` blobs,
+/// sizes and ARIA labels are a tenth of a page's bytes once scripts and styles are gone, and
+/// the tokenizer spends its time in tags.
+pub const READ_ATTRIBUTES: &[&str] = &[
+    "class",
+    "id",
+    "style",
+    "hidden",
+    "aria-hidden",
+    "role",
+    "href",
+    "src",
+    "data-src",
+    "data-lazy-src",
+    "data-original",
+    "data-url",
+    "srcset",
+    "data-srcset",
+    "alt",
+    "title",
+    "rel",
+    "itemprop",
+    "datetime",
+    "lang",
+    "type",
+    "property",
+    "name",
+    "content",
+    "http-equiv",
+    "charset",
+    "start",
+    "colspan",
+];
+
+fn is_read_attribute(name: &[u8]) -> bool {
+    READ_ATTRIBUTES
+        .iter()
+        .any(|r| r.len() == name.len() && name.eq_ignore_ascii_case(r.as_bytes()))
+}
+
+/// Elements whose attributes are all kept: those the tree builder compares or reads
+/// (formatting elements are told apart by their attributes when reconstructed; `input type`,
+/// `template shadowrootmode`, `font color`, `option selected`, the `html`/`body` merge) and
+/// the head's.
+const KEEPS_ATTRIBUTES: &[&str] = &[
+    "a",
+    "b",
+    "big",
+    "code",
+    "em",
+    "font",
+    "i",
+    "nobr",
+    "s",
+    "small",
+    "strike",
+    "strong",
+    "tt",
+    "u",
+    "input",
+    "template",
+    "select",
+    "option",
+    "optgroup",
+    "svg",
+    "math",
+    "annotation-xml",
+    "html",
+    "body",
+    "head",
+    "meta",
+    "link",
+    "base",
+    "form",
+    "frameset",
+    "frame",
+];
+
+/// Start tags after which the scan stops dropping raw text inside: foreign content (`svg`,
+/// `math`: their `script`/`style` are parsed as markup) and `select`.
+const NO_RAW_DROP_INSIDE: &[&str] = &["svg", "math", "select"];
+
+/// One pass over the input: the tags to drop (nesting past [`MAX_DEPTH`], formatting past
+/// [`MAX_OPEN_FORMATTING`]) and, with `raw`, the raw text of [`DROPPED_RAW_TEXT`]. Ranges start
+/// at `<` or after `>` and end at `<`, after `>` or at the end of input: all char boundaries.
+fn scan(b: &[u8], raw: bool) -> Scan {
     let mut drops = Vec::new();
-    let mut stack: Vec<String> = Vec::new();
-    let mut dropped: HashMap<String, usize> = HashMap::new();
+    let mut raw_dropped = 0;
+    let mut stack: Vec<Name> = Vec::new();
+    let mut dropped: HashMap<Name, usize> = HashMap::new();
     let mut formatting = OpenFormatting::default();
+    // Open svg/math/select as the scan counts them; raw text is dropped only outside all.
+    let mut inside = 0usize;
+    // Cleared for good by markup whose tree-builder state the scan does not model.
+    let mut exact = raw;
+    let mut attrs: Vec<AttrSpan> = Vec::new();
+    let mut unread: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
-    while i < b.len() {
-        let Some(off) = memchr_lt(&b[i..]) else { break };
+    while let Some(off) = memchr::memchr(b'<', &b[i..]) {
         let lt = i + off;
-        let rest = &b[lt..];
-        if rest.starts_with(b"<!--") {
-            i = find(b, lt + 4, b"-->").map_or(b.len(), |p| p + 3);
-            continue;
-        }
-        if rest.len() > 1 && (rest[1] == b'!' || rest[1] == b'?') {
-            i = find(b, lt + 2, b">").map_or(b.len(), |p| p + 1);
-            continue;
-        }
-        let closing = rest.len() > 1 && rest[1] == b'/';
+        let closing = match b.get(lt + 1) {
+            Some(b'!') => {
+                let cdata = b[lt..].starts_with(b"<![CDATA[");
+                if cdata {
+                    exact = false;
+                }
+                i = if b[lt..].starts_with(b"<!--") {
+                    comment_end(b, lt + 4)
+                } else if cdata && inside > 0 {
+                    memchr::memmem::find(&b[lt..], b"]]>").map_or(b.len(), |p| lt + p + 3)
+                } else {
+                    // Doctype or bogus comment: the first `>` ends it.
+                    past(b, lt + 2, b'>')
+                };
+                continue;
+            }
+            Some(b'?') => {
+                i = past(b, lt + 2, b'>');
+                continue;
+            }
+            Some(b'/') => match b.get(lt + 2) {
+                Some(c) if c.is_ascii_alphabetic() => true,
+                Some(b'>') => {
+                    i = lt + 3;
+                    continue;
+                }
+                Some(_) => {
+                    i = past(b, lt + 2, b'>');
+                    continue;
+                }
+                None => break,
+            },
+            Some(c) if c.is_ascii_alphabetic() => false,
+            _ => {
+                i = lt + 1;
+                continue;
+            }
+        };
         let name_at = lt + if closing { 2 } else { 1 };
-        if name_at >= b.len() || !b[name_at].is_ascii_alphabetic() {
-            i = lt + 1;
-            continue;
-        }
-        let mut name_end = name_at;
-        while name_end < b.len()
-            && !b[name_end].is_ascii_whitespace()
-            && b[name_end] != b'/'
-            && b[name_end] != b'>'
-        {
-            name_end += 1;
-        }
-        let name = String::from_utf8_lossy(&b[name_at..name_end]).to_ascii_lowercase();
-        let (tag_end, self_closing) = tag_end(b, name_end);
+        let name_end = b[name_at..]
+            .iter()
+            .position(|&c| is_ws(c) || c == b'/' || c == b'>')
+            .map_or(b.len(), |p| name_at + p);
+        let name = Name::new(&b[name_at..name_end]);
+        attrs.clear();
+        let (tag_end, self_closing, spans_whole) = tag_end_with(b, name_end, Some(&mut attrs));
         if closing {
-            if FORMATTING.contains(&name.as_str()) {
-                formatting.close(&name);
+            if name.is_any(NO_RAW_DROP_INSIDE) {
+                inside = inside.saturating_sub(1);
+            }
+            if name.is_any(FORMATTING) {
+                formatting.close(name.as_str());
             }
             if let Some(pos) = stack.iter().rposition(|n| *n == name) {
                 stack.truncate(pos);
@@ -244,76 +464,346 @@ fn find_excess_tags(b: &[u8]) -> Vec<(usize, usize)> {
             i = tag_end;
             continue;
         }
-        if RAW_TEXT.contains(&name.as_str()) {
+        if name.is("plaintext") {
+            // Everything after it is text.
+            break;
+        }
+        if name.is_any(RAW_TEXT) {
             // Skip the raw text so markup-looking content inside a script is not counted.
-            let close = format!("</{name}");
-            i = find_ci(b, tag_end, close.as_bytes()).unwrap_or(b.len());
+            let end = if name.is("script") {
+                script_end(b, tag_end)
+            } else {
+                raw_text_end(b, tag_end, name.as_bytes())
+            };
+            let keep = name.is("script") && {
+                // JSON-LD is read for the metadata; `&` could spell its type in entities.
+                let attrs = &b[name_end..tag_end];
+                attrs.contains(&b'&') || attrs.windows(4).any(|w| w.eq_ignore_ascii_case(b"json"))
+            };
+            if exact && inside == 0 && name.is_any(DROPPED_RAW_TEXT) && !keep && end > tag_end {
+                drops.push((tag_end, end));
+                raw_dropped += end - tag_end;
+            }
+            i = end;
             continue;
         }
-        if self_closing || VOID.contains(&name.as_str()) {
+        if name.is("frameset") {
+            exact = false;
+        }
+        if name.is("select") || (name.is_any(NO_RAW_DROP_INSIDE) && !self_closing) {
+            inside += 1;
+        }
+        unread.clear();
+        if name.is("svg") || name.is("math") {
+            // Foreign content: `script`/`style`/`title` inside are markup, not raw text, and
+            // stray end tags inside can leave it or not; the scan does not model the tree
+            // builder there, so it drops nothing more in this page.
+            exact = false;
+        }
+        if exact && inside == 0 && spans_whole && !name.is_any(KEEPS_ATTRIBUTES) {
+            // A `/` right before a name would make `/>` of what is left: leave such tags be.
+            if !attrs.iter().any(|a| b[a.name.0 - 1] == b'/') {
+                unread.extend(
+                    attrs
+                        .iter()
+                        .filter(|a| !is_read_attribute(&b[a.name.0..a.name.1]))
+                        .map(|a| (a.name.0, a.end)),
+                );
+            }
+        }
+        if self_closing || name.is_any(VOID) {
+            raw_dropped += unread.iter().map(|(s, e)| e - s).sum::<usize>();
+            drops.extend_from_slice(&unread);
             i = tag_end;
             continue;
         }
         if let Some(group) = sibling_group(&name) {
             close_siblings(&mut stack, group);
         }
-        if CLOSES_P.contains(&name.as_str()) && stack.last().is_some_and(|n| n == "p") {
+        if name.is_any(CLOSES_P) && stack.last().is_some_and(|n| n.is("p")) {
             stack.pop();
         }
-        let too_much_formatting = FORMATTING.contains(&name.as_str())
-            && !formatting.open(&name, &String::from_utf8_lossy(&b[name_end..tag_end]));
+        let too_much_formatting = name.is_any(FORMATTING)
+            && !formatting.open(
+                name.as_str(),
+                &String::from_utf8_lossy(&b[name_end..tag_end]),
+            );
         if stack.len() >= MAX_DEPTH || too_much_formatting {
             *dropped.entry(name).or_insert(0) += 1;
             drops.push((lt, tag_end));
         } else {
+            raw_dropped += unread.iter().map(|(s, e)| e - s).sum::<usize>();
+            drops.extend_from_slice(&unread);
             stack.push(name);
         }
         i = tag_end;
     }
-    drops
+    Scan { drops, raw_dropped }
 }
 
-/// End of a tag whose name ends at `from`: the byte after `>` outside quotes, and whether it was
-/// written self-closing (`/>`).
-fn tag_end(b: &[u8], from: usize) -> (usize, bool) {
-    let mut quote: Option<u8> = None;
+/// Whitespace as the tokenizer sees it (a CR becomes a LF before it).
+fn is_ws(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+/// Just past the first `c` at or after `from` (the input's end if none).
+fn past(b: &[u8], from: usize, c: u8) -> usize {
+    b.get(from..)
+        .and_then(|rest| memchr::memchr(c, rest))
+        .map_or(b.len(), |p| from + p + 1)
+}
+
+/// End of a comment whose `<!--` ends at `from`: `<!-->` and `<!--->` close at once, else the
+/// first `-->` or `--!>` (dashes may run longer) closes it, as in the tokenizer's comment states.
+fn comment_end(b: &[u8], from: usize) -> usize {
+    let rest = b.get(from..).unwrap_or(&[]);
+    if rest.starts_with(b">") {
+        return from + 1;
+    }
+    if rest.starts_with(b"->") {
+        return from + 2;
+    }
     let mut j = from;
-    while j < b.len() {
-        let c = b[j];
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == b'"' || c == b'\'' => quote = Some(c),
-            None if c == b'>' => return (j + 1, j > from && b[j - 1] == b'/'),
-            None => {}
+    while let Some(p) = memchr::memmem::find(&b[j..], b"--") {
+        let mut k = j + p + 2;
+        while b.get(k) == Some(&b'-') {
+            k += 1;
         }
-        j += 1;
+        match b.get(k) {
+            Some(b'>') => return k + 1,
+            Some(b'!') if b.get(k + 1) == Some(&b'>') => return k + 2,
+            None => break,
+            _ => j = k,
+        }
     }
-    (b.len(), false)
+    b.len()
 }
 
-fn memchr_lt(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'<')
+/// Whether an end tag of `name` (ASCII, lower-case) that the tokenizer accepts in raw text
+/// starts at `lt`: `</name` then whitespace, `/` or `>`.
+fn is_end_tag(b: &[u8], lt: usize, name: &[u8]) -> bool {
+    b.get(lt + 1) == Some(&b'/') && name_here(b, lt + 2, name)
 }
 
-fn find(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    if from >= b.len() {
-        return None;
-    }
-    b[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
+/// Whether `name` (any case) starts at `at`, followed by whitespace, `/` or `>`.
+fn name_here(b: &[u8], at: usize, name: &[u8]) -> bool {
+    b.get(at..at + name.len())
+        .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        && b.get(at + name.len())
+            .is_some_and(|&c| is_ws(c) || c == b'/' || c == b'>')
 }
 
-fn find_ci(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    if from >= b.len() {
-        return None;
+/// Where the RAWTEXT or RCDATA of a `name` element starting at `from` ends: the `<` of its end
+/// tag, or the input's end.
+fn raw_text_end(b: &[u8], from: usize, name: &[u8]) -> usize {
+    let mut j = from;
+    while let Some(p) = b.get(j..).and_then(|rest| memchr::memchr(b'<', rest)) {
+        if is_end_tag(b, j + p, name) {
+            return j + p;
+        }
+        j += p + 1;
     }
-    b[from..]
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
-        .map(|p| p + from)
+    b.len()
+}
+
+/// Where the script data starting at `from` ends: the `<` of `</script`, or the input's end.
+/// Follows the tokenizer's script data states (HTML §13.2.5.4, .15–.29): after `<!--` a
+/// `<script` starts a double-escaped run in which `</script` does not end the script, until a
+/// `</script` ends the run or `-->` returns to plain script data.
+fn script_end(b: &[u8], from: usize) -> usize {
+    #[derive(PartialEq)]
+    enum S {
+        Data,
+        Escaped,
+        DoubleEscaped,
+    }
+    let mut s = S::Data;
+    let mut j = from;
+    loop {
+        let Some(rest) = b.get(j..) else {
+            return b.len();
+        };
+        let found = if s == S::Data {
+            memchr::memchr(b'<', rest)
+        } else {
+            memchr::memchr2(b'<', b'-', rest)
+        };
+        let Some(p) = found else {
+            return b.len();
+        };
+        let at = j + p;
+        if b[at] == b'-' {
+            // Two or more dashes then `>` return to script data.
+            let mut k = at;
+            while b.get(k) == Some(&b'-') {
+                k += 1;
+            }
+            if k - at >= 2 && b.get(k) == Some(&b'>') {
+                s = S::Data;
+                j = k + 1;
+            } else {
+                j = k;
+            }
+            continue;
+        }
+        match s {
+            S::Data => {
+                if is_end_tag(b, at, b"script") {
+                    return at;
+                }
+                if b[at + 1..].starts_with(b"!--") {
+                    // The dashes of `<!--` count towards a `-->` (`<!-->` is back at once).
+                    s = S::Escaped;
+                    j = at + 2;
+                } else {
+                    j = at + 1;
+                }
+            }
+            S::Escaped => {
+                if is_end_tag(b, at, b"script") {
+                    return at;
+                }
+                if name_here(b, at + 1, b"script") {
+                    s = S::DoubleEscaped;
+                    j = at + 7;
+                } else {
+                    j = at + 1;
+                }
+            }
+            S::DoubleEscaped => {
+                if is_end_tag(b, at, b"script") {
+                    s = S::Escaped;
+                    j = at + 8;
+                } else {
+                    j = at + 1;
+                }
+            }
+        }
+    }
+}
+
+/// End of a tag whose name ends at `from`: the byte after its `>`, and whether it was written
+/// self-closing (`/>`); the attributes' spans go into `attrs` when given. Follows the tokenizer's attribute states: quotes open a value only
+/// after `=`, an unquoted value ends at whitespace or `>`.
+/// One attribute of a tag: where its name starts and ends, and where the attribute (with its
+/// value) ends.
+#[derive(Clone, Copy)]
+struct AttrSpan {
+    name: (usize, usize),
+    end: usize,
+}
+
+fn tag_end_with(b: &[u8], from: usize, attrs: Option<&mut Vec<AttrSpan>>) -> (usize, bool, bool) {
+    let mut overflow = false;
+    let (end, self_closing, closed) = tag_end_spans(b, from, attrs, &mut overflow);
+    (end, self_closing, closed && !overflow)
+}
+
+/// Attributes recorded per tag; a tag with more keeps all of them (memory stays bounded on a
+/// tag with millions of attributes).
+const MAX_TRACKED_ATTRIBUTES: usize = 256;
+
+/// [`tag_end_with`]'s scan: the end, whether self-closing, whether the tag closed before the
+/// input's end (a tag cut off by the end is never emitted, and its spans are not whole).
+fn tag_end_spans(
+    b: &[u8],
+    from: usize,
+    mut attrs: Option<&mut Vec<AttrSpan>>,
+    overflow: &mut bool,
+) -> (usize, bool, bool) {
+    #[derive(PartialEq)]
+    enum A {
+        /// Before an attribute name (also after a quoted value and its whitespace).
+        Before,
+        Name,
+        AfterName,
+        BeforeValue,
+        AfterQuoted,
+    }
+    let mut st = A::Before;
+    let mut j = from;
+    while let Some(&c) = b.get(j) {
+        match st {
+            A::Before | A::AfterName | A::AfterQuoted if c == b'>' => return (j + 1, false, true),
+            A::Before | A::AfterName | A::AfterQuoted if c == b'/' => {
+                if b.get(j + 1) == Some(&b'>') {
+                    return (j + 2, true, true);
+                }
+                st = A::Before;
+                j += 1;
+            }
+            A::AfterQuoted => st = A::Before,
+            A::Before | A::AfterName if is_ws(c) => j += 1,
+            A::AfterName if c == b'=' => {
+                st = A::BeforeValue;
+                j += 1;
+            }
+            A::Before | A::AfterName => {
+                if let Some(a) = attrs.as_deref_mut() {
+                    if a.len() < MAX_TRACKED_ATTRIBUTES {
+                        a.push(AttrSpan {
+                            name: (j, j),
+                            end: j,
+                        });
+                    } else {
+                        // The spans below would belong to the last recorded attribute.
+                        *overflow = true;
+                        attrs = None;
+                    }
+                }
+                st = A::Name;
+                j += 1;
+            }
+            A::Name => {
+                if matches!(c, b'/' | b'>' | b'=') || is_ws(c) {
+                    if let Some(a) = attrs.as_deref_mut().and_then(|a| a.last_mut()) {
+                        a.name.1 = j;
+                        a.end = j;
+                    }
+                }
+                match c {
+                    b'/' | b'>' => st = A::AfterName,
+                    b'=' => {
+                        st = A::BeforeValue;
+                        j += 1;
+                    }
+                    c if is_ws(c) => {
+                        st = A::AfterName;
+                        j += 1;
+                    }
+                    _ => j += 1,
+                }
+            }
+            A::BeforeValue => match c {
+                c if is_ws(c) => j += 1,
+                b'>' => return (j + 1, false, true),
+                b'"' | b'\'' => match memchr::memchr(c, &b[j + 1..]) {
+                    Some(p) => {
+                        j += p + 2;
+                        st = A::AfterQuoted;
+                        if let Some(a) = attrs.as_deref_mut().and_then(|a| a.last_mut()) {
+                            a.end = j;
+                        }
+                    }
+                    None => return (b.len(), false, false),
+                },
+                _ => {
+                    // Unquoted: up to whitespace or `>`.
+                    match b[j..].iter().position(|&c| is_ws(c) || c == b'>') {
+                        Some(p) => {
+                            j += p;
+                            st = A::Before;
+                            if let Some(a) = attrs.as_deref_mut().and_then(|a| a.last_mut()) {
+                                a.end = j;
+                            }
+                        }
+                        None => return (b.len(), false, false),
+                    }
+                }
+            },
+        }
+    }
+    (b.len(), false, false)
 }
 
 #[cfg(test)]
@@ -410,5 +900,94 @@ mod tests {
         ] {
             let _ = bound_input(s);
         }
+    }
+
+    #[test]
+    fn raw_text_and_unread_attributes_are_dropped_for_text() {
+        let lean = |s: &str| bound_input_for_text(s).text.into_owned();
+        assert_eq!(
+            lean("<script src=a.js>var a = '<p>x</p>';</script><p data-x=1 class=a onclick=\"f()\">t</p>"),
+            "<script src=a.js></script><p  class=a >t</p>"
+        );
+        assert_eq!(
+            lean("<style>p > a { x: 1 }</STYLE ><noscript><img src=x></noscript>"),
+            "<style></STYLE ><noscript></noscript>"
+        );
+        // JSON-LD is read for the metadata; svg's and select's contents are not raw text.
+        for kept in [
+            "<script type=\"application/ld+json\">{\"a\":1}</script>",
+            "<script type=application/ld&#43;json>{}</script>",
+            "<svg><style>a{}</style><script>x</script></svg>",
+            "<math><style>a{}</style></math>",
+            "<select><style>a{}</style></select>",
+            "<b data-x=1>formatting elements keep theirs</b><a data-y=2 href=x>y</a>",
+        ] {
+            assert_eq!(lean(kept), kept);
+        }
+        // After a frameset or a CDATA section nothing more is dropped.
+        assert_eq!(
+            lean("<frameset><style>a</style>"),
+            "<frameset><style>a</style>"
+        );
+        // A `/` right before an attribute would leave `/>`.
+        assert_eq!(lean("<div/x>t</div>"), "<div/x>t</div>");
+        // The node budget still counts the page's bytes.
+        let page = "<style>aaaa</style><p data-x=1>t";
+        assert_eq!(bound_input_for_text(page).budget_bytes, page.len());
+    }
+
+    #[test]
+    fn script_ends_where_the_tokenizer_ends_it() {
+        fn end(s: &str) -> &str {
+            let from = s.find('>').unwrap() + 1;
+            &s[script_end(s.as_bytes(), from)..]
+        }
+        assert_eq!(end("<script>a</script>b"), "</script>b");
+        assert_eq!(end("<script>a</scripts></script >b"), "</script >b");
+        assert_eq!(end("<script>a</SCRIPT/>b"), "</SCRIPT/>b");
+        // `<!--` then `<script>`: the first `</script>` belongs to the inner script.
+        assert_eq!(
+            end("<script><!-- document.write('<script>x</script>') --></script>b"),
+            "</script>b"
+        );
+        assert_eq!(
+            end("<script><!-- <script> x </script> y </script>b"),
+            "</script>b"
+        );
+        // `<!-->` is back to plain script data at once.
+        assert_eq!(end("<script><!--><script></script>b"), "</script>b");
+        // Escaped, not double escaped: the end tag still ends it.
+        assert_eq!(end("<script><!-- x </script>b"), "</script>b");
+        assert_eq!(end("<script>a</script"), "");
+    }
+
+    #[test]
+    fn tags_end_where_the_tokenizer_ends_them() {
+        fn end(s: &str) -> (&str, bool) {
+            let (e, sc, _) = tag_end_with(s.as_bytes(), 2, None);
+            (&s[e..], sc)
+        }
+        assert_eq!(end("<p class=a'b>t"), ("t", false));
+        assert_eq!(end("<p title='a>b' x>t"), ("t", false));
+        assert_eq!(end("<p a=\"x\"/>t"), ("t", true));
+        assert_eq!(end("<p a=x/>t"), ("t", false));
+        assert_eq!(end("<p 'a>t"), ("t", false));
+        assert_eq!(end("<p =\"a>\">t"), ("\">t", false));
+        assert_eq!(end("<p a = \"b>\">t"), ("t", false));
+    }
+
+    #[test]
+    fn comments_end_where_the_tokenizer_ends_them() {
+        fn end(s: &str) -> &str {
+            &s[comment_end(s.as_bytes(), 4)..]
+        }
+        assert_eq!(end("<!-->t"), "t");
+        assert_eq!(end("<!--->t"), "t");
+        assert_eq!(end("<!---->t"), "t");
+        assert_eq!(end("<!-- a -- b --->t"), "t");
+        assert_eq!(end("<!-- a --!>t"), "t");
+        assert_eq!(end("<!-- a --!-->t"), "t");
+        assert_eq!(end("<!-- <!--> t"), " t");
+        assert_eq!(end("<!-- a -- >"), "");
     }
 }

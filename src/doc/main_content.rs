@@ -107,6 +107,10 @@ struct Regexes {
     consent: Regex,
     /// The label an ad slot carries ("Anzeige", "Advertisement").
     ad_label: Regex,
+    /// Collapsed accordion and tab panels (class/id).
+    panel: Regex,
+    /// Hidden overlays that stay out even when panel-like (class/id).
+    overlay: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -118,6 +122,12 @@ fn regexes() -> &'static Regexes {
                 r"-ad-|ai2html|banner|breadcrumbs|combx|comment|komment|koment|coment|reacties|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote",
             ),
             maybe: re(r"and|article|body|column|content|main|mathjax|shadow"),
+            panel: re(
+                r"accordion|akkordeon|collaps|tab-?pane|tabpanel|tab-?content|panel|toggle|faq|klapp|expand|disclosure",
+            ),
+            overlay: re(
+                r"modal|popup|pop-up|dialog|overlay|lightbox|cookie|consent|gdpr|newsletter|menu|nav|search|suche|login|cart|warenkorb|banner|flyout|dropdown|mega|offcanvas|drawer",
+            ),
             positive: re(
                 r"article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
             ),
@@ -236,6 +246,10 @@ fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
         return false;
     };
     let tag = el.tag.as_str();
+    if tag == "button" && !off("collapsed") && heading_toggle(dom, ix) {
+        // An accordion's question: a heading whose text is the button that opens its answer.
+        return false;
+    }
     if matches!(
         tag,
         "script"
@@ -269,18 +283,18 @@ fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
     ) {
         return true;
     }
-    if el.attr("hidden").is_some() || el.attr("aria-hidden") == Some("true") {
+    let hidden = el.attr("hidden").is_some()
+        || el.attr("aria-hidden") == Some("true")
+        || el.attr("style").is_some_and(|style| {
+            let s: String = style
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .to_ascii_lowercase();
+            s.contains("display:none") || s.contains("visibility:hidden")
+        });
+    if hidden && (off("collapsed") || !collapsed_panel(dom, ix)) {
         return true;
-    }
-    if let Some(style) = el.attr("style") {
-        let s: String = style
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect::<String>()
-            .to_ascii_lowercase();
-        if s.contains("display:none") || s.contains("visibility:hidden") {
-            return true;
-        }
     }
     matches!(
         el.attr("role"),
@@ -294,6 +308,35 @@ fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
                 | "dialog"
         )
     )
+}
+
+/// A hidden element that is a collapsed panel of an accordion or a tab set: FAQ answers and
+/// the sections of service pages sit in them, hidden until a reader opens them, and are the
+/// page's text (an outside held-out set's government pages lost all of it). Known by an ARIA
+/// role (`region`, `tabpanel`) or a class/id (`accordion`, `collapse`, `tab-pane`, `faq`,
+/// `Akkordeon`…); dialogs, menus and banners stay hidden.
+fn collapsed_panel(dom: &Dom, ix: Ix) -> bool {
+    let el = match dom.elem(ix) {
+        Some(e) => e,
+        None => return false,
+    };
+    if matches!(el.attr("role"), Some("region" | "tabpanel")) {
+        return !overlay_like(dom, ix);
+    }
+    let ci = class_id(dom, ix);
+    regexes().panel.is_match(&ci) && !overlay_like(dom, ix)
+}
+
+/// Hidden things that are not text a reader opens in place: dialogs, menus, banners, forms.
+fn overlay_like(dom: &Dom, ix: Ix) -> bool {
+    regexes().overlay.is_match(&class_id(dom, ix))
+}
+
+/// A `<button>` that is a heading's text (`<h3><button aria-expanded>Question</button></h3>`).
+fn heading_toggle(dom: &Dom, ix: Ix) -> bool {
+    dom.nodes[ix]
+        .parent
+        .is_some_and(|p| matches!(dom.tag(p), "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "dt"))
 }
 
 fn class_id(dom: &Dom, ix: Ix) -> String {
@@ -405,6 +448,17 @@ impl<'a> Pass<'a> {
             if strict {
                 let tag = dom.tag(ix);
                 if tag.is_empty() || matches!(tag, "body" | "html" | "a" | "article" | "main") {
+                    continue;
+                }
+                // An accordion's question (`<h3 class="accordion-header"><button>`), not a
+                // page header.
+                if !off("collapsed")
+                    && matches!(tag, "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "dt")
+                    && dom.nodes[ix]
+                        .children
+                        .iter()
+                        .any(|&c| dom.tag(c) == "button")
+                {
                     continue;
                 }
                 let ci = class_id(dom, ix);
@@ -1354,7 +1408,7 @@ fn words(s: &str) -> Vec<String> {
 const COUSIN_SHARE: f64 = 0.25;
 
 /// `PAYCALL_DOC_OFF=a,b` switches named heuristics off (development aid for A/B runs).
-fn off(name: &str) -> bool {
+pub(super) fn off(name: &str) -> bool {
     static O: OnceLock<Vec<String>> = OnceLock::new();
     O.get_or_init(|| {
         std::env::var("PAYCALL_DOC_OFF")
@@ -1728,6 +1782,119 @@ mod tests {
                     "Suscríbete",
                     "Lechugas todo el año",
                     "Aviso legal",
+                ],
+            ),
+            (
+                "de-accordion-faq",
+                include_str!("../../fixtures/pages/recall/de-accordion-faq.html"),
+                &[
+                    "Wer hat Anspruch auf Wohngeld?",
+                    "knapp über der Grenze für Bürgergeld",
+                    "Mietbescheinigung des Vermieters",
+                    "innerhalb von acht bis zehn Wochen",
+                    "mehr als fünfzehn Prozent",
+                ],
+                &[
+                    "Cookies",
+                    "Bürgerservice",
+                    "Akzeptieren",
+                    "Impressum",
+                    "Landratsamt Ebersberg",
+                ],
+            ),
+            (
+                "de-table-layout",
+                include_str!("../../fixtures/pages/recall/de-table-layout.html"),
+                &[
+                    "urkundliche Erwähnung der Mühle",
+                    "nach einem Blitzeinschlag",
+                    "Genossenschaftsmühlen im Tal",
+                    "11.000 ehrenamtlichen Arbeitsstunden",
+                    "Der Eintritt ist frei",
+                ],
+                &[
+                    "Cookies",
+                    "Mitglied werden",
+                    "Mühlenfest",
+                    "Sonntags 14 bis 17 Uhr",
+                    "Datenschutzerklärung",
+                ],
+            ),
+            (
+                "de-br-divs",
+                include_str!("../../fixtures/pages/recall/de-br-divs.html"),
+                &[
+                    "neue Buslinie 647",
+                    "eine Lücke im Netz",
+                    "ein echter Gewinn",
+                    "das Deutschlandticket wird anerkannt",
+                ],
+                &[
+                    "Cookies",
+                    "Bürgerservice",
+                    "Amtsblatt",
+                    "Sperrung der Kreisstraße",
+                    "Elisabethenstraße",
+                ],
+            ),
+            (
+                "de-shop-product",
+                include_str!("../../fixtures/pages/recall/de-shop-product.html"),
+                &[
+                    "zweifach emailliert",
+                    "einschließlich Induktion",
+                    "Bodendurchmesser: 16 cm",
+                ],
+                &[
+                    "Cookies",
+                    "Warenkorb",
+                    "Kunden kauften auch",
+                    "Milchtopf",
+                    "Widerrufsrecht",
+                ],
+            ),
+            (
+                "en-short-news",
+                include_str!("../../fixtures/pages/recall/en-short-news.html"),
+                &[
+                    "between 8pm and 6am for four nights",
+                    "via Mill Lane and the ring road",
+                ],
+                &[
+                    "cookies",
+                    "skate park",
+                    "mackerel",
+                    "Most read",
+                    "daily newsletter",
+                    "All rights reserved",
+                ],
+            ),
+            (
+                "fr-short-notice",
+                include_str!("../../fixtures/pages/recall/fr-short-notice.html"),
+                &["jour férié de l'Assomption", "l'élu d'astreinte"],
+                &[
+                    "cookies",
+                    "Conseil municipal",
+                    "encombrants",
+                    "Horaires de la mairie",
+                    "Mentions légales",
+                ],
+            ),
+            (
+                "pl-teaser-index",
+                include_str!("../../fixtures/pages/recall/pl-teaser-index.html"),
+                &[
+                    "odbędą się dożynki gminne",
+                    "zapisy na zajęcia taneczne",
+                    "fotografowała okoliczne szczyty",
+                    "filmy na leżakach",
+                ],
+                &[
+                    "cookies",
+                    "Biblioteka",
+                    "następna",
+                    "Deklaracja dostępności",
                 ],
             ),
         ];

@@ -327,6 +327,19 @@ impl Renderer<'_> {
                 self.children(ix, b, depth);
                 b.inline.push_md("”");
             }
+            // A heading's button is its text: an accordion's question (`doc::main_content`
+            // keeps it, and its answer panel, unless `PAYCALL_DOC_OFF=collapsed`).
+            "button"
+                if !super::main_content::off("collapsed")
+                    && self.dom.nodes[ix].parent.is_some_and(|p| {
+                        matches!(
+                            self.dom.tag(p),
+                            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "dt"
+                        )
+                    }) =>
+            {
+                self.children(ix, b, depth)
+            }
             "script" | "style" | "noscript" | "template" | "head" | "title" | "meta" | "link"
             | "svg" | "math" | "select" | "option" | "button" | "input" | "textarea" | "iframe"
             | "object" | "embed" | "canvas" | "audio" | "video" | "map" => {}

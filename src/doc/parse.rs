@@ -111,13 +111,34 @@ impl std::error::Error for Refused {}
 /// Parses a whole document under `budget`. Call [`super::input_bounds::bound_input`] first on untrusted
 /// input (it keeps the tree builder's work per chunk small).
 pub fn parse_document(html: &str, budget: &Budget) -> Result<Html, Refused> {
+    parse_document_sized(html, html.len(), budget)
+}
+
+/// [`parse_document`] with the node budget counted for `input_bytes` rather than `html.len()`:
+/// for input the caller shortened on purpose (`input_bounds::bound_input_for_text`), so that
+/// the budget stays what the page itself is allowed.
+pub fn parse_document_sized(
+    html: &str,
+    input_bytes: usize,
+    budget: &Budget,
+) -> Result<Html, Refused> {
     if budget.expired() {
         return Err(Refused::Timeout);
     }
-    let limit = budget.max_nodes(html.len());
+    let limit = budget.max_nodes(input_bytes);
     let sink = CountingSink::new(limit);
-    let mut parser = html5ever::driver::parse_document(sink, Default::default());
-    let mut rest = html;
+    // The tokenizer drops a U+FEFF at the front of *every* feed when `discard_bom` is on, so
+    // fed in chunks a page would lose the zero-width no-break spaces that happen to start a
+    // chunk. Only the document's own leading one is a byte order mark.
+    let opts = html5ever::ParseOpts {
+        tokenizer: html5ever::tokenizer::TokenizerOpts {
+            discard_bom: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut parser = html5ever::driver::parse_document(sink, opts);
+    let mut rest = html.strip_prefix('\u{feff}').unwrap_or(html);
     while !rest.is_empty() {
         let mut cut = rest.len().min(CHUNK_BYTES);
         while !rest.is_char_boundary(cut) {
@@ -126,10 +147,7 @@ pub fn parse_document(html: &str, budget: &Budget) -> Result<Html, Refused> {
         parser.process(StrTendril::from_slice(&rest[..cut]));
         rest = &rest[cut..];
         if parser.tokenizer.sink.sink.frozen.get() {
-            return Err(Refused::TooManyNodes {
-                limit,
-                input_bytes: html.len(),
-            });
+            return Err(Refused::TooManyNodes { limit, input_bytes });
         }
         if budget.expired() {
             return Err(Refused::Timeout);
@@ -137,10 +155,7 @@ pub fn parse_document(html: &str, budget: &Budget) -> Result<Html, Refused> {
     }
     let (doc, frozen) = parser.finish();
     if frozen {
-        return Err(Refused::TooManyNodes {
-            limit,
-            input_bytes: html.len(),
-        });
+        return Err(Refused::TooManyNodes { limit, input_bytes });
     }
     Ok(doc)
 }
@@ -406,6 +421,15 @@ mod tests {
             "é".repeat(4095),
             "ü".repeat(9000)
         );
+        let ours = parse_document(&html, &Budget::default()).unwrap();
+        let theirs = Html::parse_document(&html);
+        assert_eq!(ours.root_element().html(), theirs.root_element().html());
+        // A zero-width no-break space (U+FEFF) that starts a chunk is text, not a BOM.
+        let html = format!(
+            "\u{feff}<p>{}\u{feff} / \u{feff}</p>",
+            "x".repeat(CHUNK_BYTES - 6)
+        );
+        assert_eq!(html.find(" / ").unwrap(), CHUNK_BYTES + 3);
         let ours = parse_document(&html, &Budget::default()).unwrap();
         let theirs = Html::parse_document(&html);
         assert_eq!(ours.root_element().html(), theirs.root_element().html());
