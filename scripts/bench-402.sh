@@ -6,15 +6,20 @@
 # for DURATION seconds (10) per run, ROUNDS rounds (2) alternating paycall and express so that
 # load from others on the machine falls on both; the best run of each is compared.
 # Prints req/s and p99 of every run, then the ratio. Goal (issue 17): ≥ 10× express, p99 ≤ 1 ms.
+# Then latency at a given rate: wrk's p99 at saturation is mostly queueing (with C connections
+# always busy the mean latency is C / throughput, Little's law), so each server is also offered a
+# fixed rate, RATE req/s (default: 10× express's best), over the same number of connections by
+# scripts/rate-402.rs (open loop, latency counted from each request's due time as wrk2 does);
+# it prints p50/p99/p99.9, the rate achieved and the generator's own send lag.
 # Env: BIN=path/to/paycall to measure a given build without building; BASELINE=path/to/paycall
 # adds another build (e.g. the previous commit's) to every round; MINIMAL=1 adds the floor: a
 # std-only responder (scripts/minimal-402.rs, built with rustc) writing paycall's exact 402 bytes;
 # BASELINE_CONFIG=path/to/routes.yaml serves the baseline with another config (one from before a
-# key the baseline does not know); CONNECTIONS (64), DURATION (10), ROUNDS (2).
+# key the baseline does not know); CONNECTIONS (64), DURATION (10), ROUNDS (2), RATE (10× express).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-for tool in wrk node curl jq; do
+for tool in wrk rustc node curl jq; do
   command -v "$tool" >/dev/null || { echo "bench-402: $tool is missing: run scripts/setup.sh" >&2; exit 1; }
 done
 [ -d tests/e2e/node_modules/@x402/express ] || { echo "bench-402: tests/e2e/node_modules is missing: run scripts/setup.sh" >&2; exit 1; }
@@ -125,3 +130,27 @@ printf 'best     express  %10.0f req/s  p99 %6.2f ms\n' "$best_e" "$best_e99"
 [ -z "$B_URL" ] || printf 'best     baseline %10.0f req/s  p99 %6.2f ms\n' "$best_b" "$best_b99"
 [ -z "$M_URL" ] || printf 'best     minimal  %10.0f req/s  p99 %6.2f ms (the floor: paycall'"'"'s bytes, no server work)\n' "$best_m" "$best_m99"
 awk "BEGIN{printf \"ratio    paycall / express = %.1fx (goal >= 10x; paycall p99 goal <= 1 ms)\n\", $best_p / $best_e}"
+
+# Latency at fixed offered rates (RATE may list several), every server, alternating as above.
+RATE="${RATE:-$(awk "BEGIN{printf \"%d\", 10 * $best_e}")}"
+rustc -O --edition 2021 scripts/rate-402.rs -o "$WORK/rate-402"
+echo "at a fixed rate: $RATE req/s offered over $CONNECTIONS connections for ${DURATION}s (the first second not counted)"
+for rate in $RATE; do
+  worst_p99=0 short=""
+  for r in $(seq 1 "$ROUNDS"); do
+    for pair in "paycall $P_URL" "express $E_URL" ${B_URL:+"baseline $B_URL"} ${M_URL:+"minimal $M_URL"}; do
+      name=${pair%% *} url=${pair#* }
+      hostport=${url#http://} hostport=${hostport%%/*} path=/${url#http://*/}
+      read -r rps p50 p99 p999 max errors lag < <("$WORK/rate-402" "$hostport" "$path" "$rate" "$CONNECTIONS" "$DURATION")
+      note=""; awk "BEGIN{exit !($rps < 0.97 * $rate)}" && note="  (short of the offered rate: saturated)"
+      [ "$errors" = 0 ] || note="$note  ($errors errors)"
+      printf 'round %d  %-8s at %6d req/s: %8.0f achieved  p50 %6.2f  p99 %6.2f  p99.9 %6.2f  max %7.2f ms  send lag p99 %5.2f ms%s\n' \
+        "$r" "$name" "$rate" "$rps" "$p50" "$p99" "$p999" "$max" "$lag" "$note"
+      if [ "$name" = paycall ]; then
+        awk "BEGIN{exit !($p99 > $worst_p99)}" && worst_p99=$p99
+        [ -z "$note" ] || short="; a round fell short or had errors"
+      fi
+    done
+  done
+  awk "BEGIN{printf \"paycall at %d req/s (%.1fx express's best): worst p99 of %d rounds %.2f ms (goal <= 1 ms)%s\n\", $rate, $rate / $best_e, $ROUNDS, $worst_p99, \"$short\"}"
+done
