@@ -18,6 +18,11 @@
 //   ... --payment-signature <raw>
 //       sends the request once with that PAYMENT-SIGNATURE (a replay); prints the pay output
 //   node pay.mjs balance --state <file> [--network solana] --address <a>   prints {address, balance}
+//   node pay.mjs timed --state <file> --urls-file <f> [--network ...] [--key ...]
+//       pays each URL of the file (one a line) in turn, in one process (so a bench times the
+//       calls, not node starting), and prints a JSON line per URL: {url, status, ms (the whole
+//       paid call as the buyer sees it: 402, signing, paid request, body read), elapsedMs (the
+//       service's own, from the body), error?}
 //
 // A failure of the client itself (no 402, refused offer, timeout) prints {error, ...} and exits 1.
 import { readFileSync } from "node:fs";
@@ -45,6 +50,7 @@ const { values: opts, positionals } = parseArgs({
     "sign-only": { type: "boolean", default: false },
     "payment-signature": { type: "string" },
     "timeout-ms": { type: "string", default: "60000" },
+    "urls-file": { type: "string" },
   },
 });
 
@@ -145,6 +151,7 @@ async function main() {
     const side = await networkSide(state, null);
     return out({ address: opts.address, balance: await side.balance(opts.address) });
   }
+  if (positionals[0] === "timed") return timed(state);
   if (positionals.length > 0) return fail(`unknown subcommand ${positionals[0]}`);
   if (!opts.url) return fail("--url is required");
 
@@ -190,6 +197,30 @@ async function main() {
     payToBefore,
     payToAfter,
   });
+}
+
+async function timed(state) {
+  if (!opts["urls-file"]) return fail("timed needs --urls-file <file>");
+  const urls = readFileSync(opts["urls-file"], "utf8").split("\n").map((l) => l.trim()).filter(Boolean);
+  const client = new x402Client();
+  await networkSide(state, client);
+  const payFetch = wrapFetchWithPayment(fetch, client);
+  for (const url of urls) {
+    const t0 = performance.now();
+    try {
+      const res = await payFetch(url, withTimeout(requestInit()));
+      const text = await res.text();
+      const ms = performance.now() - t0;
+      let elapsedMs = null;
+      try {
+        elapsedMs = JSON.parse(text).elapsedMs ?? null;
+      } catch {}
+      process.stdout.write(`${JSON.stringify({ url, status: res.status, ms, elapsedMs })}\n`);
+    } catch (e) {
+      const ms = performance.now() - t0;
+      process.stdout.write(`${JSON.stringify({ url, status: 0, ms, elapsedMs: null, error: String(e) })}\n`);
+    }
+  }
 }
 
 main().catch((e) => fail(e instanceof Error ? e.message : String(e), { stack: e?.stack }));
