@@ -21,6 +21,15 @@ pub struct Selection {
 const MIN_ARTICLE_LEN: u32 = 500;
 /// A selection shorter than this gives way to the whole body's text.
 const MIN_FALLBACK_LEN: u32 = 140;
+/// `sections`: how far up from the choice an ancestor may be the article,
+const SECTION_LEVELS: usize = 4;
+/// how much more link-free paragraph text it must hold (times, and characters),
+const SECTION_GROWTH: f64 = 2.0;
+const SECTION_MIN_GAIN: u32 = 400;
+/// its highest link density,
+const SECTION_MAX_LINKS: f64 = 0.2;
+/// and the paragraph text a child needs to count as one of its parts.
+const SECTION_MIN_PART: u32 = 150;
 
 /// Subtree statistics over the nodes still in play.
 #[derive(Debug, Clone, Copy, Default)]
@@ -776,6 +785,21 @@ impl<'a> Pass<'a> {
                 top = a;
             }
         }
+        // A page in sections (a one-page report, a service or project page built from rows
+        // of blocks): the choice is one section, and the article is the ancestor a few levels
+        // up whose link-free paragraph text is far larger at a low link density. `widen` looks
+        // at the parent only; the sections sit in wrappers of their own.
+        if !off("sections") {
+            if let Some(a) = self.section_ancestor(top, body) {
+                if debug() {
+                    eprintln!(
+                        "  sections {top} → {a} (ptext {} → {})",
+                        self.stat[top].ptext, self.stat[a].ptext
+                    );
+                }
+                top = a;
+            }
+        }
         // Scores count commas: a comma-rich box (a list of places, of ingredients) can outscore
         // an article written in short sentences elsewhere on the page. Where the page's
         // paragraph text is mostly in one block, the choice holds less than half of it, and
@@ -860,6 +884,37 @@ impl<'a> Pass<'a> {
             self.add_cousins(top, first, top_score, score, &mut roots);
         }
         Some((roots, score.to_vec()))
+    }
+
+    /// The nearest ancestor of `top`, at most `SECTION_LEVELS` up (the body included), that
+    /// holds at least `SECTION_GROWTH` times its link-free paragraph text and
+    /// `SECTION_MIN_GAIN` characters more, at a link density under `SECTION_MAX_LINKS`, spread
+    /// over at least two children (a single block growing is `mass`'s case, not this one).
+    fn section_ancestor(&self, top: Ix, body: Ix) -> Option<Ix> {
+        let dom = self.dom;
+        let ts = self.stat[top];
+        for a in dom.ancestors(top).take(SECTION_LEVELS) {
+            if dom.elem(a).is_none() {
+                break;
+            }
+            let st = self.stat[a];
+            let parts = dom.nodes[a]
+                .children
+                .iter()
+                .filter(|&&c| !self.gone[c] && self.stat[c].ptext >= SECTION_MIN_PART)
+                .count();
+            if st.ptext as f64 >= ts.ptext as f64 * SECTION_GROWTH
+                && st.ptext >= ts.ptext + SECTION_MIN_GAIN
+                && st.link_density() < SECTION_MAX_LINKS
+                && parts >= 2
+            {
+                return Some(a);
+            }
+            if a == body {
+                break;
+            }
+        }
+        None
     }
 
     /// The innermost element holding most of the page's link-free paragraph text: from `body`
@@ -1672,6 +1727,18 @@ mod tests {
                     "Kirmes in Baunatal",
                     "Impressum",
                 ],
+            ),
+            (
+                "de-builder-sections",
+                include_str!("../../fixtures/pages/recall/de-builder-sections.html"),
+                &[
+                    "Alte Obstwiesen prägen die Landschaft",
+                    "Schnittkurse für Einsteiger",
+                    "in einer kleinen Kelterei bei Melsungen",
+                    "Grundschulklassen verbringen einen Projekttag",
+                    "Für 60 Euro im Jahr",
+                ],
+                &["Cookies", "Der Verein", "© 2024", "Impressum"],
             ),
             (
                 "de-comma-sidebar",
