@@ -21,6 +21,10 @@ pub struct Selection {
 const MIN_ARTICLE_LEN: u32 = 500;
 /// A selection shorter than this gives way to the whole body's text.
 const MIN_FALLBACK_LEN: u32 = 140;
+/// `lead`: how many nodes before the article a standfirst may sit, and its length bounds.
+const LEAD_WINDOW: usize = 400;
+const LEAD_MIN_LEN: u32 = 40;
+const LEAD_MAX_LEN: u32 = 1200;
 /// `sections`: how far up from the choice an ancestor may be the article,
 const SECTION_LEVELS: usize = 4;
 /// how much more link-free paragraph text it must hold (times, and characters),
@@ -120,6 +124,8 @@ struct Regexes {
     panel: Regex,
     /// Hidden overlays that stay out even when panel-like (class/id).
     overlay: Regex,
+    /// A standfirst (lead paragraph) set apart from the article body (class/id).
+    lead: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -133,6 +139,9 @@ fn regexes() -> &'static Regexes {
             maybe: re(r"and|article|body|column|content|main|mathjax|shadow"),
             panel: re(
                 r"accordion|akkordeon|collaps|tab-?pane|tabpanel|tab-?content|panel|toggle|faq|klapp|expand|disclosure",
+            ),
+            lead: re(
+                r"(^|[-_ ])(intro|introduction|intro-?text|chapo|chapeau|lead|lede|lead-?text|standfirst|deck|summary|abstract|excerpt|teaser-?text|vorspann|anriss|entradilla|sumario|bajada|sommario)([-_ ]|$)",
             ),
             overlay: re(
                 r"modal|popup|pop-up|dialog|overlay|lightbox|cookie|consent|gdpr|newsletter|menu|nav|search|suche|login|cart|warenkorb|banner|flyout|dropdown|mega|offcanvas|drawer",
@@ -1434,6 +1443,43 @@ impl<'a> Pass<'a> {
         rows >= 10 || cols > 4 || rows * cols > 10
     }
 
+    /// A standfirst kept apart from the article: an element shortly before the first root,
+    /// after the page's `h1`, whose class or id says lead/intro/chapô, of `LEAD_MIN_LEN` to
+    /// `LEAD_MAX_LEN` characters and almost no links. News and blog templates put it in the
+    /// header block with the title and byline, away from the body the scores find.
+    fn lead_before(&self, roots: &[Ix]) -> Option<Ix> {
+        let dom = self.dom;
+        let &first = roots.iter().min()?;
+        let r = regexes();
+        for c in (first.saturating_sub(LEAD_WINDOW)..first).rev() {
+            if dom.tag(c) == "h1" {
+                return None;
+            }
+            if dom.nodes[c].end > first || self.gone[c] || dom.elem(c).is_none() {
+                continue;
+            }
+            // A caption under a lead image ("lead-asset__caption") is not a standfirst.
+            let named = dom.tag(c) != "figcaption"
+                && ["class", "id"].iter().any(|a| {
+                    dom.attr(c, a)
+                        .is_some_and(|v| r.lead.is_match(v) && !r.caption.is_match(v))
+                });
+            let st = self.stat[c];
+            if named
+                && (LEAD_MIN_LEN..=LEAD_MAX_LEN).contains(&st.len)
+                && st.link_density() < 0.1
+                && st.list == 0
+                && st.img == 0
+                && st.heading == 0
+                && st.embed == 0
+                && !roots.iter().any(|&x| dom.contains(x, c))
+            {
+                return Some(c);
+            }
+        }
+        None
+    }
+
     fn text_len(&self, roots: &[Ix]) -> u32 {
         roots.iter().map(|&r| self.stat[r].len).sum()
     }
@@ -1488,7 +1534,7 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
     for mode in [Mode::Strict, Mode::Lenient] {
         let mut pass = Pass::new(dom, mode, title);
-        let Some((roots, scores)) = pass.choose(body) else {
+        let Some((mut roots, scores)) = pass.choose(body) else {
             continue;
         };
         pass.top_score = scores
@@ -1500,6 +1546,18 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
         pass.clean(&roots);
         if !off("trail") {
             pass.trim_tail(&roots);
+        }
+        if !off("lead") {
+            if let Some(l) = pass.lead_before(&roots) {
+                if debug() {
+                    eprintln!(
+                        "  lead {l} <{} class={:?}>",
+                        dom.tag(l),
+                        dom.attr(l, "class")
+                    );
+                }
+                roots.insert(0, l);
+            }
         }
         let len = pass.text_len(&roots);
         if debug() {
@@ -1739,6 +1797,24 @@ mod tests {
                     "Für 60 Euro im Jahr",
                 ],
                 &["Cookies", "Der Verein", "© 2024", "Impressum"],
+            ),
+            (
+                "de-news-vorspann",
+                include_str!("../../fixtures/pages/recall/de-news-vorspann.html"),
+                &[
+                    "Bis 2027 sollen zwölf Kilometer",
+                    "Händler fürchten um Parkplätze",
+                    "Der Entwurf, den die Verwaltung am Montag",
+                    "im Rathaus einsehen",
+                ],
+                &[
+                    "personenbezogene Daten",
+                    "Petra Lindner",
+                    "Drucken",
+                    "Weihnachtsmarkt",
+                    "Newsletter",
+                    "Impressum",
+                ],
             ),
             (
                 "de-comma-sidebar",
