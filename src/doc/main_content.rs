@@ -1743,6 +1743,34 @@ mod tests {
         assert!(md.contains("Paragraph 7 about the real topic"), "{md}");
     }
 
+    #[test]
+    fn lead_classes_name_standfirsts_only() {
+        let r = super::regexes();
+        for yes in [
+            "artikel-vorspann",
+            "introduction",
+            "c-article__lead",
+            "chapo",
+            "article-intro-text",
+            "standfirst",
+        ] {
+            assert!(r.lead.is_match(yes), "{yes}");
+        }
+        for no in [
+            "leaderboard",
+            "leading-image",
+            "deadline",
+            "introspect",
+            "teaser-list",
+        ] {
+            assert!(!r.lead.is_match(no), "{no}");
+        }
+        // A lead image's caption names both; `lead_before` leaves it out.
+        assert!(
+            r.lead.is_match("lead-asset__caption") && r.caption.is_match("lead-asset__caption")
+        );
+    }
+
     /// Pages the extractor had never seen (fixtures/pages/recall, see its README): each with
     /// passages of its main text that must be in the output and boilerplate that must not.
     #[test]
