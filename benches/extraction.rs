@@ -8,7 +8,10 @@
 //!                               `<case>/source.html` against the text of `<case>/expected.html`
 //!   --set                       <dir> holds manifest.json, html/<id>.html and truth/<id>.txt
 //!                               (scripts/extraction-data.py makes one; tokens per character
-//!                               for Chinese, Japanese, Thai… see `score::Tokens::Scripts`)
+//!                               for Chinese, Japanese, Thai… see `score::Tokens::Scripts`);
+//!                               or, when the manifest's pages carry "with"/"without"
+//!                               passages (scripts/extraction-passages.py), no truth files:
+//!                               passages are scored trafilatura's way (`score::score_passages`)
 //!   --split dev|holdout|all     with --set: which pages (default dev; score holdout only at
 //!                               the end of a piece of work)
 //!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
@@ -30,7 +33,9 @@
 //! all cores, wall clock including reading, decoding and writing).
 
 use paycall::doc::page_text::decode_text;
-use paycall::doc::score::{shingle_overlap_with, summarize, Overlap, Tokens};
+use paycall::doc::score::{
+    score_passages, shingle_overlap_with, summarize, Overlap, Passages, Tokens,
+};
 use paycall::doc::{html_to_markdown, markdown_to_text};
 use serde_json::Value;
 use std::io::Read;
@@ -117,6 +122,8 @@ struct Page {
     base: Option<url::Url>,
     truth: String,
     url: String,
+    /// Passage sets only: the passages that must be in the output and those that must not.
+    passages: Option<(Vec<String>, Vec<String>)>,
 }
 
 fn load_json(path: &Path) -> Result<Value, String> {
@@ -177,6 +184,7 @@ fn load_scrapinghub(args: &Args) -> Result<Vec<Page>, String> {
             base: url::Url::parse(&url).ok(),
             truth: body_of(t).to_string(),
             url,
+            passages: None,
         });
     }
     Ok(pages)
@@ -203,6 +211,7 @@ fn load_readability(args: &Args) -> Result<Vec<Page>, String> {
             base: url::Url::parse("http://fakehost/test/page.html").ok(),
             truth: html_text(&decode(&read(&expected)?)),
             url: String::new(),
+            passages: None,
         });
     }
     Ok(pages)
@@ -218,12 +227,35 @@ fn load_set(args: &Args) -> Result<Vec<Page>, String> {
     for p in list {
         let id = p.get("id").and_then(Value::as_str).unwrap_or("");
         let split = p.get("split").and_then(Value::as_str).unwrap_or("dev");
-        if id.is_empty() || !selected(args, id) || (args.split != "all" && args.split != split) {
+        if id.is_empty()
+            || p.get("left_out").is_some()
+            || !selected(args, id)
+            || (args.split != "all" && args.split != split)
+        {
             continue;
         }
         let file = args.dir.join("html").join(format!("{id}.html"));
-        let truth = String::from_utf8(read(&args.dir.join("truth").join(format!("{id}.txt")))?)
-            .map_err(|e| format!("truth of {id} is not UTF-8: {e}"))?;
+        let strings = |key: &str| -> Vec<String> {
+            p.get(key)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let passages = p
+            .get("with")
+            .is_some()
+            .then(|| (strings("with"), strings("without")));
+        let truth = if passages.is_some() {
+            String::new()
+        } else {
+            String::from_utf8(read(&args.dir.join("truth").join(format!("{id}.txt")))?)
+                .map_err(|e| format!("truth of {id} is not UTF-8: {e}"))?
+        };
         let url = p
             .get("url")
             .and_then(Value::as_str)
@@ -236,6 +268,7 @@ fn load_set(args: &Args) -> Result<Vec<Page>, String> {
             base: url::Url::parse(&url).ok(),
             truth,
             url,
+            passages,
         });
     }
     Ok(pages)
@@ -268,7 +301,7 @@ fn run() -> Result<(), String> {
     if let Some(path) = &args.score_output {
         let pred = load_json(path)?;
         let pred = pred.get("output").unwrap_or(&pred);
-        let mut rows = Vec::new();
+        let mut texts = Vec::new();
         for p in &pages {
             let v = pred.get(p.id.as_str()).ok_or(format!(
                 "{} lacks document {}",
@@ -280,9 +313,18 @@ fn run() -> Result<(), String> {
             } else {
                 body_of(v).to_string()
             };
-            rows.push(shingle_overlap_with(&p.truth, &text, tokens));
+            texts.push(text);
         }
-        report(&pages, &rows, args.worst);
+        if pages[0].passages.is_some() {
+            report_passages(&pages, &texts, args.worst);
+        } else {
+            let rows: Vec<Overlap> = pages
+                .iter()
+                .zip(&texts)
+                .map(|(p, t)| shingle_overlap_with(&p.truth, t, tokens))
+                .collect();
+            report(&pages, &rows, args.worst);
+        }
         return Ok(());
     }
 
@@ -315,6 +357,7 @@ fn run() -> Result<(), String> {
         }
     }
     let mut rows = Vec::new();
+    let mut texts = Vec::new();
     for (p, doc) in pages.iter().zip(&outputs) {
         if let Some(d) = &args.dump {
             let _ = std::fs::write(d.join(format!("{}.md", p.id)), &doc.markdown);
@@ -327,9 +370,16 @@ fn run() -> Result<(), String> {
             let _ = std::fs::write(d.join(format!("{}.meta", p.id)), meta);
         }
         let text = markdown_to_text(&doc.markdown);
-        rows.push(shingle_overlap_with(&p.truth, &text, tokens));
+        if p.passages.is_none() {
+            rows.push(shingle_overlap_with(&p.truth, &text, tokens));
+        }
+        texts.push(text);
     }
-    report(&pages, &rows, args.worst);
+    if pages[0].passages.is_some() {
+        report_passages(&pages, &texts, args.worst);
+    } else {
+        report(&pages, &rows, args.worst);
+    }
     let empty = outputs
         .iter()
         .filter(|d| d.markdown.trim().is_empty())
@@ -474,5 +524,63 @@ fn report(pages: &[Page], rows: &[Overlap], worst: usize) {
             o.recall(),
             p.url
         );
+    }
+}
+
+/// Passage sets: precision, recall and F1 over all passages of the selected pages, the pages
+/// given none of their main-text passages, and the pages that lose most.
+fn report_passages(pages: &[Page], texts: &[String], worst: usize) {
+    let mut all = Passages::default();
+    let mut rows = Vec::new();
+    for (p, text) in pages.iter().zip(texts) {
+        let (with, without) = p
+            .passages
+            .as_ref()
+            .map(|(a, b)| (&a[..], &b[..]))
+            .unwrap_or_default();
+        let s = score_passages(text, with, without);
+        all.add(s);
+        rows.push((p, s, with, without, text));
+    }
+    println!(
+        "passages: F1 {:.4}  precision {:.4}  recall {:.4}  ({} pages; with: {} found, {} missing; \
+         without: {} found, {} absent)",
+        all.f1(),
+        all.precision(),
+        all.recall(),
+        pages.len(),
+        all.tp,
+        all.fn_,
+        all.fp,
+        all.tn
+    );
+    let none = rows.iter().filter(|r| r.1.tp == 0 && r.1.fn_ > 0).count();
+    println!("pages with none of the with passages: {none}");
+    // Worst first: most main-text passages lost, then most boilerplate let through.
+    rows.sort_by_key(|r| (std::cmp::Reverse(r.1.fn_), std::cmp::Reverse(r.1.fp)));
+    println!("worst {worst}:");
+    for (p, s, with, without, text) in rows.iter().take(worst) {
+        if s.fn_ == 0 && s.fp == 0 {
+            break;
+        }
+        println!(
+            "  {}  with {}/{}  without found {}/{}",
+            p.id,
+            s.tp,
+            with.len(),
+            s.fp,
+            without.len()
+        );
+        let norm = paycall::doc::score::passage_text(text);
+        for w in with.iter() {
+            if !norm.contains(&paycall::doc::score::passage_text(w)) {
+                println!("    missing: {w}");
+            }
+        }
+        for w in without.iter() {
+            if norm.contains(&paycall::doc::score::passage_text(w)) {
+                println!("    leaked:  {w}");
+            }
+        }
     }
 }

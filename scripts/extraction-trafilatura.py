@@ -35,7 +35,8 @@ def pages(kind: str, root: Path, split: str):
     else:
         manifest = json.loads((root / "manifest.json").read_text())
         for p in manifest["pages"]:
-            if split in ("all", p.get("split", "dev")):
+            # Pages annotated as having no clear main text are not scored (passage sets).
+            if "left_out" not in p and split in ("all", p.get("split", "dev")):
                 yield p["id"], (root / "html" / f"{p['id']}.html").read_bytes(), p.get("url")
 
 

