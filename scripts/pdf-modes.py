@@ -19,7 +19,7 @@ the data's line, three- and four-byte codes of an embedded CMap, content-stream 
 parser cannot read, form fields, glyph names with a `.suffix`, CFF fonts whose glyph names no list knows (Arabic
 glyphs named after their Unicode names, ArabTeX's `char92`), letters of the other direction
 inside right-to-left words, an OCR layer's letter-spaced words, indices and exponents set
-a little apart. fontTools
+a little apart, text drawn again at the same place later in the page. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -867,6 +867,25 @@ def off_baseline():
     write("off-baseline", objs, "the sequence u n converges,\nx 2 grows\nwe are done1")
 
 
+# 25. The same text drawn again at the same place later in the page (an exam paper draws its
+#     rotated margin, character by character, twice, with the whole page between): poppler
+#     keeps it once wherever the copy comes; we kept copies only within the last 8 spans.
+def drawn_twice():
+    margin = "".join("q 0 1 -1 0 40 %d cm BT /F1 12 Tf 0 0 Td (%s) Tj ET Q\n" % (300 + 40 * i, c)
+                     for i, c in enumerate("SEAL"))
+    body = "".join("BT /F1 12 Tf 100 %d Td (line %d of the answer sheet) Tj ET\n" % (700 - 20 * i, i)
+                   for i in range(12))
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(margin + body + margin, compress=True),
+        HELV,
+    ]
+    text = "\n".join("line %d of the answer sheet" % i for i in range(12))
+    write("drawn-twice", objs, text + "\nS\nE\nA\nL")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -891,4 +910,5 @@ cff_unicode_names()
 rtl_embedded_runs()
 ocr_letter_spaced()
 off_baseline()
+drawn_twice()
 print("wrote", OUT)

@@ -13,6 +13,7 @@
 //!    two-column stretch under a full-width title) and each group is cut again; what remains is
 //!    read line by line (spans on one baseline, left to right).
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// One run of text on a baseline, in device space (y grows upwards).
@@ -65,6 +66,27 @@ pub struct SpanBuilder {
     limit: usize,
     /// A spacing accent waiting for the glyph it is drawn over (see `glyph`).
     accent: Option<Accent>,
+    /// The page's spans by text and place (`place_key`), to keep a word drawn twice at the
+    /// same place once wherever on the page the second drawing comes (`flush`).
+    placed: HashMap<(u64, i64), Vec<u32>>,
+}
+
+/// A span's text hashed, with its baseline on a grid of `ROW` units: a copy of it drawn
+/// within the duplicate tolerance (0.2 em of baseline) lies at most `rows(size)` rows away.
+fn place_key(text: &str, y: f32) -> (u64, i64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    (h.finish(), (y / ROW).floor().clamp(-1e12, 1e12) as i64)
+}
+
+/// Rows of the duplicate grid, in device units.
+const ROW: f32 = 2.0;
+
+/// How many rows either side a copy of text at this size may lie (at most 8: 80-unit text;
+/// larger text is still compared with the last spans drawn, as before).
+fn rows(size: f32) -> i64 {
+    ((0.2 * size / ROW).ceil() as i64).clamp(1, 8)
 }
 
 /// A spacing accent glyph drawn on its own: x range, baseline, size, its combining form.
@@ -138,6 +160,7 @@ impl SpanBuilder {
             chars: 0,
             limit,
             accent: None,
+            placed: HashMap::new(),
         }
     }
 
@@ -298,13 +321,33 @@ impl SpanBuilder {
             let trimmed = s.text.trim_end().len();
             let mut s = s;
             s.text.truncate(trimmed);
-            // A word drawn twice at (almost) the same place ("fake bold") is kept once.
-            let twice = self.spans.iter().rev().take(8).any(|p| {
+            // A word drawn twice at (almost) the same place ("fake bold", or the same text
+            // drawn again later in the page: issue 15's exam paper draws its rotated margin
+            // twice) is kept once, as poppler drops duplicated text page-wide.
+            if s.text.is_empty() {
+                return;
+            }
+            let same = |p: &Span| {
                 p.text == s.text
                     && (p.y - s.y).abs() < 0.2 * s.size
                     && (p.x0 - s.x0).abs() < 0.3 * s.size
-            });
-            if !s.text.is_empty() && !twice {
+            };
+            let (h, row) = place_key(&s.text, s.y);
+            let r = rows(s.size);
+            let spans = &self.spans;
+            let twice = spans.iter().rev().take(8).any(same)
+                || (-r..=r).any(|d| {
+                    self.placed
+                        .get(&(h, row + d))
+                        .is_some_and(|ids| ids.iter().any(|&i| same(&spans[i as usize])))
+                });
+            if !twice {
+                // At most 64 spans of one text per row are remembered: a page of one word
+                // repeated along a line stays linear.
+                let ids = self.placed.entry((h, row)).or_default();
+                if ids.len() < 64 {
+                    ids.push(self.spans.len() as u32);
+                }
                 self.spans.push(s);
             }
         }
@@ -1002,7 +1045,22 @@ mod tests {
         b.flush();
         // Real repeated letters stay.
         word(&mut b, 50.0, 660.0, "ballooon");
-        assert_eq!(render(b.finish(), far()), "Bold\nHeading\nballooon");
+        b.flush();
+        // A margin drawn character by character, then all of it again later in the page.
+        for _ in 0..2 {
+            for (i, c) in "密封线".chars().enumerate() {
+                b.glyph(20.0, 30.0, 600.0 - 40.0 * i as f32, 10.0, &c.to_string());
+                b.flush();
+            }
+            for i in 0..10 {
+                word(&mut b, 50.0, 640.0 - 12.0 * i as f32, "filler");
+                b.flush();
+            }
+        }
+        let text = render(b.finish(), far());
+        assert_eq!(text.matches('密').count(), 1, "{text}");
+        assert_eq!(text.matches('线').count(), 1, "{text}");
+        assert!(text.contains("Bold\nHeading\nballooon"), "{text}");
     }
 
     #[test]
