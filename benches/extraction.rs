@@ -109,7 +109,10 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if !["dev", "holdout", "holdout2", "all"].contains(&a.split.as_str()) {
-        return Err(format!("--split {}: dev, holdout, holdout2 or all", a.split));
+        return Err(format!(
+            "--split {}: dev, holdout, holdout2 or all",
+            a.split
+        ));
     }
     a.dir = dir.ok_or("usage: cargo bench --bench extraction -- <dir> [options]")?;
     Ok(a)
