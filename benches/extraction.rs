@@ -12,8 +12,10 @@
 //!                               or, when the manifest's pages carry "with"/"without"
 //!                               passages (scripts/extraction-passages.py), no truth files:
 //!                               passages are scored trafilatura's way (`score::score_passages`)
-//!   --split dev|holdout|all     with --set: which pages (default dev; score holdout only at
-//!                               the end of a piece of work)
+//!   --split dev|holdout|holdout2|all
+//!                               with --set: which pages (default dev; score holdout and
+//!                               holdout2, the pages added later, only at the end of a piece of
+//!                               work)
 //!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
 //!                               optionally under "output") instead of running our extractor
 //!   --as-markdown               with --score-output: predictions are markdown, strip it first
@@ -106,8 +108,11 @@ fn parse_args() -> Result<Args, String> {
             s => dir = Some(PathBuf::from(s)),
         }
     }
-    if !["dev", "holdout", "all"].contains(&a.split.as_str()) {
-        return Err(format!("--split {}: dev, holdout or all", a.split));
+    if !["dev", "holdout", "holdout2", "all"].contains(&a.split.as_str()) {
+        return Err(format!(
+            "--split {}: dev, holdout, holdout2 or all",
+            a.split
+        ));
     }
     a.dir = dir.ok_or("usage: cargo bench --bench extraction -- <dir> [options]")?;
     Ok(a)

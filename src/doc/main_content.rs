@@ -116,6 +116,9 @@ struct Regexes {
     byline_text: Regex,
     /// End markers that open a comment section (the article does not resume after one).
     comment_marker: Regex,
+    /// The class/id of a reader-comment section or list (`commentlist`, `comments-area`,
+    /// WordPress's reply form `respond`, Disqus).
+    comment_section: Regex,
     /// Consent banners' words ("we use cookies").
     consent: Regex,
     /// The label an ad slot carries ("Anzeige", "Advertisement").
@@ -172,6 +175,9 @@ fn regexes() -> &'static Regexes {
             comment_marker: re(
                 r"comment|komment|koment|coment|reacti|reply|replies|коммент|have your say|tell us|join the|تعليق|评论|留言|コメント",
             ),
+            comment_section: re(
+                r"comment|komment|koment|coment|reacties|disqus|(^|[-_ ])respond([-_ ]|$)",
+            ),
             consent: re(
                 r"\bcookies?\b|ciasteczk|personenbezogene daten|données personnelles|datos personales|ملفات تعريف الارتباط",
             ),
@@ -183,6 +189,19 @@ fn regexes() -> &'static Regexes {
             ),
         }
     })
+}
+
+/// Inside a layout table the unlikely classes are not trusted (a site laid out in tables
+/// names its cells "header", "extra", "sidebar" around the text), except a reader-comment
+/// section below the post: on a WordPress theme built in tables (first seen on the
+/// multilingual set's old holdout) the comment list and its "9 comments to …" heading came
+/// out with the article. `tag` and `class_id` are the element's; the table's own rows and
+/// cells are left to the scoring.
+fn is_comment_section_in_table(tag: &str, class_id: &str) -> bool {
+    !matches!(
+        tag,
+        "table" | "thead" | "tbody" | "tfoot" | "tr" | "td" | "th"
+    ) && regexes().comment_section.is_match(class_id)
 }
 
 /// Readability's `DIV_TO_P_ELEMS` (plus links, as this engine always had): a div holding one
@@ -486,7 +505,9 @@ impl<'a> Pass<'a> {
                     && !holds_embed(dom, ix)
                     && !dom
                         .ancestors(ix)
-                        .any(|a| matches!(dom.tag(a), "table" | "code" | "pre"))
+                        .any(|a| matches!(dom.tag(a), "code" | "pre"))
+                    && (!dom.ancestors(ix).any(|a| dom.tag(a) == "table")
+                        || (!off("tablecomments") && is_comment_section_in_table(tag, &ci)))
                 {
                     gone[ix] = true;
                 }
@@ -1625,6 +1646,19 @@ mod tests {
     }
 
     #[test]
+    fn comment_sections_in_layout_tables_are_recognised() {
+        use super::is_comment_section_in_table as c;
+        assert!(c("ul", "commentlist "));
+        assert!(c("h3", " comments"));
+        assert!(c("div", "comments-area comments"));
+        assert!(c("section", "kommentare "));
+        // The table's own cells are left to the scoring, and a post is not a comment.
+        assert!(!c("td", "comments "));
+        assert!(!c("div", "post-88 post hentry "));
+        assert!(!c("div", "sidebar "));
+    }
+
+    #[test]
     fn furniture_and_related_items_are_left_out() {
         let html = format!(
             r#"<html><head><title>Big Storm Hits Coast - Daily Site</title></head><body>
@@ -1907,6 +1941,25 @@ mod tests {
                     "cookies",
                     "Remont dworca",
                     "Wszelkie prawa",
+                ],
+            ),
+            (
+                "de-wp-table-comments",
+                include_str!("../../fixtures/pages/recall/de-wp-table-comments.html"),
+                &[
+                    "wie viel Regen tatsächlich auf unsere Beete fällt",
+                    "schließt dabei kurz einen Reedkontakt",
+                    "unter fünf Prozent",
+                    "über Verbesserungen freue ich mich",
+                ],
+                &[
+                    "6 comments to",
+                    "einen einfachen Messbecher",
+                    "Welches Filament",
+                    "Ich habe PETG verwendet",
+                    "Kondensator parallel zum Reedkontakt",
+                    "Vogelhaus mit Kamera",
+                    "Alle Rechte vorbehalten",
                 ],
             ),
             (
