@@ -133,6 +133,10 @@ awk "BEGIN{printf \"ratio    paycall / express = %.1fx (goal >= 10x; paycall p99
 
 # Latency at fixed offered rates (RATE may list several), every server, alternating as above.
 RATE="${RATE:-$(awk "BEGIN{printf \"%d\", 10 * $best_e}")}"
+for rate in $RATE; do
+  [ "$rate" -gt 0 ] 2>/dev/null || { echo "bench-402: RATE must be whole numbers above 0, got '$RATE'" >&2; exit 1; }
+done
+[ "$DURATION" -gt 1 ] || { echo "bench-402: the fixed-rate phase needs DURATION > 1 (its first second is a warm-up)" >&2; exit 1; }
 rustc -O --edition 2021 scripts/rate-402.rs -o "$WORK/rate-402"
 echo "at a fixed rate: $RATE req/s offered over $CONNECTIONS connections for ${DURATION}s (the first second not counted)"
 for rate in $RATE; do

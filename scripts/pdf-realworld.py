@@ -97,16 +97,17 @@ def pdf_bytes(path):
         return f.read()
 
 
-def candidates(scratch, skip=frozenset()):
+def candidates(scratch, skip=frozenset(), gz=True):
     """(source, family) -> [(sha256, size, source, rel, producer)] of every PDF under
-    scratch/<source>/ that passes the size, page and text rules; sha256s in skip are left out."""
+    scratch/<source>/ that passes the size, page and text rules; sha256s in skip are left out.
+    gz: also `.pdf.gz` files (held2's rule; dev and held were chosen from `.pdf` files only)."""
     groups = {}
     seen = set(skip)
     for source in sorted(os.listdir(scratch)):
         root = os.path.join(scratch, source)
         for dirpath, _, files in sorted(os.walk(root)):
             for fn in sorted(files):
-                if not fn.lower().endswith((".pdf", ".pdf.gz")):
+                if not fn.lower().endswith((".pdf", ".pdf.gz") if gz else ".pdf"):
                     continue
                 p = os.path.join(dirpath, fn)
                 if os.path.islink(p):
@@ -142,7 +143,7 @@ def candidates(scratch, skip=frozenset()):
 
 def select(scratch):
     """scratch/<source>/... : one folder per unpacked package, named `name=version`."""
-    groups = candidates(scratch)
+    groups = candidates(scratch, gz=False)
     chosen = []
     for key in sorted(groups):
         chosen += sorted(groups[key])[:PER_GROUP]
@@ -158,7 +159,10 @@ def select(scratch):
             rows.append(["dev", flat_name(source, rel), sha256(p), str(os.path.getsize(p)), source,
                          rel, producer])
     rows.sort(key=lambda r: r[2])
-    rows = [HEADER] + ["\t".join(r) for r in rows]
+    # held2 rows are chosen apart (select_held2): a rebuild of dev and held keeps them.
+    held2 = [line.rstrip("\n") for line in open(MANIFEST) if line.startswith("held2\t")] \
+        if os.path.exists(MANIFEST) else []
+    rows = [HEADER] + ["\t".join(r) for r in rows] + held2
     with open(MANIFEST, "w") as f:
         f.write("\n".join(rows) + "\n")
     print(f"{len(rows) - 1} files ({len(chosen)} selected in {len(groups)} groups) → {MANIFEST}")

@@ -16,9 +16,13 @@
 //! threads ask for 1 µs timer slack so that sleeping until a due time overshoots by microseconds.
 //!
 //! Prints one line: `<achieved req/s> <p50 ms> <p99 ms> <p99.9 ms> <max ms> <errors> <send lag
-//! p99 ms>`. Errors: an answer that is not 402, a broken or closed connection (reopened), or a
-//! request not answered within 5 s. The send lag is how late the generator itself sent
-//! (included in the latency; when it is large the figures describe this machine, not the server).
+//! p99 ms>`. Errors: an answer that is not 402, a broken or closed connection (reopened), a
+//! request not answered within 5 s, or one still unsent when the run gives up (5 s after its
+//! end); every request due counts in the latency figures, an error with the time it took to
+//! fail (an unsent one: until the give-up). The achieved rate counts the answers received by the
+//! end of the run, so a server that falls behind shows it even if it catches up later. The
+//! send lag is how late the generator itself sent (included in the latency; when it is large
+//! the figures describe this machine, not the server).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -41,7 +45,8 @@ struct Tally {
     /// Send time minus due time, µs.
     lag_us: Vec<u32>,
     errors: u64,
-    answered: u64,
+    /// 402s and other answers received by the end of the run.
+    answered_in_time: u64,
 }
 
 fn main() {
@@ -59,7 +64,11 @@ fn main() {
         })
     };
     let (rate, connections, seconds) = (num(3), num(4) as usize, num(5));
-    if rate <= 0.0 || connections == 0 || seconds <= WARM_UP.as_secs_f64() {
+    if !(rate.is_finite() && seconds.is_finite())
+        || rate <= 0.0
+        || connections == 0
+        || seconds <= WARM_UP.as_secs_f64()
+    {
         eprintln!("rate-402: RATE > 0, CONNECTIONS > 0 and SECONDS > 1 are needed");
         std::process::exit(2);
     }
@@ -87,14 +96,14 @@ fn main() {
         all.latency_us.extend(t.latency_us);
         all.lag_us.extend(t.lag_us);
         all.errors += t.errors;
-        all.answered += t.answered;
+        all.answered_in_time += t.answered_in_time;
     }
     all.latency_us.sort_unstable();
     all.lag_us.sort_unstable();
     let counted = seconds - WARM_UP.as_secs_f64();
     println!(
         "{:.0} {:.3} {:.3} {:.3} {:.3} {} {:.3}",
-        all.answered as f64 / counted,
+        all.answered_in_time as f64 / counted,
         percentile_ms(&all.latency_us, 50.0),
         percentile_ms(&all.latency_us, 99.0),
         percentile_ms(&all.latency_us, 99.9),
@@ -113,7 +122,8 @@ fn percentile_ms(sorted_us: &[u32], p: f64) -> f64 {
 }
 
 fn connect(addr: &str) -> Option<TcpStream> {
-    let s = TcpStream::connect(addr).ok()?;
+    let to: std::net::SocketAddr = addr.parse().ok()?;
+    let s = TcpStream::connect_timeout(&to, ANSWER_TIMEOUT).ok()?;
     s.set_nodelay(true).ok()?;
     s.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
     Some(s)
@@ -131,8 +141,8 @@ fn run_connection(
     let mut stream = connect(addr);
     let mut buf = vec![0u8; 64 * 1024];
     let mut due = first;
-    // A server that cannot keep up leaves the due times behind the clock: stop at the end anyway
-    // (what was not sent by then is not counted, and the achieved rate shows the shortfall).
+    // A server that cannot keep up leaves the due times behind the clock: give up 5 s after the
+    // end (what is still unsent then is counted below).
     let give_up = end + ANSWER_TIMEOUT;
     while due < end && Instant::now() < give_up {
         let now = Instant::now();
@@ -146,22 +156,34 @@ fn run_connection(
         };
         let done = Instant::now();
         let counted = due >= start + WARM_UP;
+        if counted {
+            tally.latency_us.push(micros(done - due));
+            tally.lag_us.push(micros(sent.saturating_duration_since(due)));
+        }
         match outcome {
-            Ok(status) if counted => {
-                tally.answered += 1;
-                if status != 402 {
+            Ok(status) => {
+                if counted && status != 402 {
                     tally.errors += 1;
                 }
-                tally.latency_us.push(micros(done - due));
-                tally.lag_us.push(micros(sent.saturating_duration_since(due)));
+                if counted && done <= end {
+                    tally.answered_in_time += 1;
+                }
             }
-            Ok(_) => {}
             Err(()) => {
                 if counted {
                     tally.errors += 1;
                 }
                 stream = connect(addr);
             }
+        }
+        due += interval;
+    }
+    // Requests due in the run but never sent (the server fell too far behind): errors, with
+    // the time they had waited when the run gave up.
+    while due < end {
+        if due >= start + WARM_UP {
+            tally.errors += 1;
+            tally.latency_us.push(micros(give_up.saturating_duration_since(due)));
         }
         due += interval;
     }
