@@ -1495,7 +1495,10 @@ impl<'a> Pass<'a> {
                 && st.embed == 0
                 && !roots.iter().any(|&x| dom.contains(x, c))
             {
-                return Some(c);
+                // Only a lead under the page's title: without an h1 before it in the window,
+                // an `intro` or `summary` block is as likely another post's excerpt.
+                let window = first.saturating_sub(LEAD_WINDOW)..c;
+                return window.rev().any(|d| dom.tag(d) == "h1").then_some(c);
             }
         }
         None
@@ -1692,6 +1695,23 @@ mod tests {
         ] {
             assert!(!md.contains(junk), "{junk:?} kept in:\n{md}");
         }
+    }
+
+    #[test]
+    fn a_lead_joins_the_article_only_under_the_page_title() {
+        let page = include_str!("../../fixtures/pages/recall/de-news-vorspann.html");
+        let lead = "Bis 2027 sollen zwölf Kilometer";
+        let md = html_to_markdown(page, None).unwrap().markdown;
+        assert!(md.contains(lead), "{md}");
+        // The same page with its title in an h2: no h1 above the `vorspann` block, which may
+        // then as well be another post's excerpt.
+        let h2 = page.replace("<h1>", "<h2>").replace("</h1>", "</h2>");
+        let md = html_to_markdown(&h2, None).unwrap().markdown;
+        assert!(!md.contains(lead), "{md}");
+        assert!(
+            md.contains("Der Entwurf, den die Verwaltung am Montag"),
+            "{md}"
+        );
     }
 
     #[test]
