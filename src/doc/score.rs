@@ -49,12 +49,7 @@ impl Overlap {
 
     /// F1 of this one document (for ranking the worst pages; not part of the benchmark).
     pub fn f1(&self) -> f64 {
-        let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 {
-            0.0
-        } else {
-            2.0 * p * r / (p + r)
-        }
+        f1_of(self.precision(), self.recall())
     }
 }
 
@@ -181,13 +176,8 @@ pub fn summarize(docs: &[Overlap]) -> Summary {
             .map(Overlap::recall)
             .collect(),
     );
-    let f1 = if precision + recall == 0.0 {
-        0.0
-    } else {
-        2.0 * precision * recall / (precision + recall)
-    };
     Summary {
-        f1,
+        f1: f1_of(precision, recall),
         precision,
         recall,
         predicted,
@@ -221,12 +211,16 @@ impl Passages {
         ratio(self.tp, self.tp + self.fn_)
     }
     pub fn f1(&self) -> f64 {
-        let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 {
-            0.0
-        } else {
-            2.0 * p * r / (p + r)
-        }
+        f1_of(self.precision(), self.recall())
+    }
+}
+
+/// The harmonic mean of precision and recall; 0 when both are.
+fn f1_of(precision: f64, recall: f64) -> f64 {
+    if precision + recall == 0.0 {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
     }
 }
 

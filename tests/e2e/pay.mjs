@@ -208,14 +208,10 @@ async function timed(state) {
   for (const url of urls) {
     const t0 = performance.now();
     try {
-      const res = await payFetch(url, withTimeout(requestInit()));
-      const text = await res.text();
+      const { status, body } = await readResponse(await payFetch(url, withTimeout(requestInit())));
       const ms = performance.now() - t0;
-      let elapsedMs = null;
-      try {
-        elapsedMs = JSON.parse(text).elapsedMs ?? null;
-      } catch {}
-      process.stdout.write(`${JSON.stringify({ url, status: res.status, ms, elapsedMs })}\n`);
+      const elapsedMs = body?.elapsedMs ?? null;
+      process.stdout.write(`${JSON.stringify({ url, status, ms, elapsedMs })}\n`);
     } catch (e) {
       const ms = performance.now() - t0;
       process.stdout.write(`${JSON.stringify({ url, status: 0, ms, elapsedMs: null, error: String(e) })}\n`);
