@@ -758,7 +758,9 @@ impl Gate {
         mut paid: Paid,
         sold: Option<&SoldAs>,
     ) -> Flow {
+        let asked = std::time::Instant::now();
         let routed = self.facilitator.verify(&paid.payload, &paid.offer).await;
+        let verify_took = asked.elapsed();
         if let Some(by) = routed.by.clone() {
             ex.slots.put(super::paid::FacilitatorUsed(by));
         }
@@ -780,6 +782,10 @@ impl Gate {
                 {
                     return self.ledger_down(ex, &e);
                 }
+                ex.slots.put(super::timing::VerifyTimes {
+                    took: verify_took,
+                    done: std::time::Instant::now(),
+                });
                 ex.slots.put(paid);
                 Flow::Continue
             }

@@ -30,6 +30,7 @@ pub mod local_check;
 pub mod paid;
 pub mod readiness;
 pub mod settle;
+pub mod timing;
 pub mod upkeep;
 
 pub use paid::{Billed, Outcome, Paid, Resume, Settled};

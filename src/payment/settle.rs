@@ -135,6 +135,7 @@ impl Stage for Settle {
         let Some(paid) = ex.slots.take::<Paid>() else {
             return Flow::Continue;
         };
+        let started = std::time::Instant::now();
         let reply = ex.reply.take().unwrap_or_else(|| {
             Reply::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -175,6 +176,11 @@ impl Stage for Settle {
         if let Some(by) = used {
             ex.slots.put(super::paid::FacilitatorUsed(by));
         }
+        ex.slots.put(super::timing::SettleTimes {
+            started,
+            took: started.elapsed(),
+            charged: charged || paid.resume.is_some(),
+        });
         ex.slots.put(Settled {
             outcome,
             network: paid.offer.network.clone(),

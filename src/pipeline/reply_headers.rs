@@ -7,7 +7,8 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::Reply;
 
-pub const EXPOSE_HEADERS: &str = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-Request-Id, Retry-After";
+pub const EXPOSE_HEADERS: &str =
+    "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-Request-Id, Retry-After, Server-Timing";
 pub const ALLOW_HEADERS: &str = "PAYMENT-SIGNATURE, Content-Type, Accept, X-Request-Id";
 pub const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS";
 

@@ -453,6 +453,19 @@ fn response_of(mut ex: Exchange, method: &Method) -> warp::reply::Response {
         .slots
         .get::<crate::payment::paid::FacilitatorUsed>()
         .cloned();
+    let timing = if ex.demo {
+        None
+    } else {
+        crate::payment::timing::server_timing(
+            ex.arrived,
+            std::time::Instant::now(),
+            ex.slots.get::<crate::payment::timing::VerifyTimes>(),
+            ex.slots.get::<crate::payment::timing::SettleTimes>(),
+        )
+    };
+    if let Some(value) = timing.and_then(|t| http::HeaderValue::from_str(&t).ok()) {
+        reply.headers.insert("server-timing", value);
+    }
     let mut resp = respond::to_response(reply, &ex.id);
     if let Some(o) = outcome {
         resp.extensions_mut().insert(PaymentOutcome(o));

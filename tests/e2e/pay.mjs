@@ -22,7 +22,8 @@
 //       pays each URL of the file (one a line) in turn, in one process (so a bench times the
 //       calls, not node starting), and prints a JSON line per URL: {url, status, ms (the whole
 //       paid call as the buyer sees it: 402, signing, paid request, body read), elapsedMs (the
-//       service's own, from the body), error?}
+//       service's own, from the body), serverTiming (the answer's Server-Timing header: verify,
+//       work, settle, total), error?}
 //
 // A failure of the client itself (no 402, refused offer, timeout) prints {error, ...} and exits 1.
 import { readFileSync } from "node:fs";
@@ -208,10 +209,11 @@ async function timed(state) {
   for (const url of urls) {
     const t0 = performance.now();
     try {
-      const { status, body } = await readResponse(await payFetch(url, withTimeout(requestInit())));
+      const { status, body, headers } = await readResponse(await payFetch(url, withTimeout(requestInit())));
       const ms = performance.now() - t0;
       const elapsedMs = body?.elapsedMs ?? null;
-      process.stdout.write(`${JSON.stringify({ url, status, ms, elapsedMs })}\n`);
+      const serverTiming = headers["server-timing"] ?? null;
+      process.stdout.write(`${JSON.stringify({ url, status, ms, elapsedMs, serverTiming })}\n`);
     } catch (e) {
       const ms = performance.now() - t0;
       process.stdout.write(`${JSON.stringify({ url, status: 0, ms, elapsedMs: null, error: String(e) })}\n`);

@@ -414,6 +414,15 @@ async fn the_parse_budget_gives_partial_text_charged_or_504_not_charged() {
         "{b}"
     );
     assert!(h.get("payment-response").is_none());
+    // Verified, worked, not charged: the phases say so (docs/decisions.md#server-timing).
+    let timing = h["server-timing"].to_str().unwrap();
+    assert!(
+        timing.starts_with("verify;dur=")
+            && timing.contains(", work;dur=")
+            && !timing.contains("settle")
+            && timing.contains(", total;dur="),
+        "{timing}"
+    );
     assert_eq!(stack.settle_calls(), 0);
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start);
 
@@ -423,6 +432,12 @@ async fn the_parse_budget_gives_partial_text_charged_or_504_not_charged() {
     assert_eq!(b["truncatedReason"], "parse_budget");
     assert_eq!(b["pages"][0]["text"], "first page text");
     assert!(h.get("payment-response").is_some());
+    let timing = h["server-timing"].to_str().unwrap();
+    let phases: Vec<&str> = timing
+        .split(", ")
+        .map(|p| p.split(';').next().unwrap())
+        .collect();
+    assert_eq!(phases, ["verify", "work", "settle", "total"], "{timing}");
     assert_eq!(stack.settle_calls(), 1);
     assert_eq!(stack.usdc_balance(&stack.buyer), buyer_start - 20_000);
 }
