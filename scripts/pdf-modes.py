@@ -966,6 +966,25 @@ def off_page():
 
 
 
+# 28. A letter mirrored left to right (XeTeX's logo: its E reversed by `-1 0 0 1 cm` and
+#     lowered): poppler keeps it in its line (only text whose advance and up are both reversed
+#     is turned by 180°); we took it for upside-down text and read it after the page, so the
+#     logo read `X TeX` and a stray `E`. Text turned by 180° stays apart.
+def mirrored():
+    content = ("BT /F1 12 Tf 72 700 Td (X) Tj ET\n"
+               "q -1 0 0 1 160 0 cm BT /F1 12 Tf 72 697 Td (E) Tj ET Q\n"
+               "BT /F1 12 Tf 88 700 Td (TeX is a TeX engine) Tj ET\n"
+               "q -1 0 0 -1 400 900 cm BT /F1 12 Tf 72 500 Td (upside down) Tj ET Q\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+    write("mirrored", objs, "XETeX is a TeX engine\nupside down")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -993,4 +1012,5 @@ off_baseline()
 drawn_twice()
 optional_content()
 off_page()
+mirrored()
 print("wrote", OUT)

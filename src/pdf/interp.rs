@@ -833,8 +833,13 @@ impl<'d> Interp<'d> {
             // rotated (and vertical) text to its own builder, in coordinates where it reads
             // left to right; for a vertical column that is the 270° frame, whose lines (the
             // columns) come right to left.
+            // A glyph mirrored left to right (its advance reversed, its up still up: XeTeX's
+            // reversed E in the XeTeX and XeLaTeX logos, drawn under `-1 0 0 1 cm`) is upright
+            // text, as poppler's `TextPage::updateFont` decides: only text whose advance and
+            // up are both reversed is turned by 180° (issue 15: the logos read `X … LaTeX`
+            // with the `E` after the page).
             let k = if dx.abs() >= dy.abs() {
-                if dx >= 0.0 {
+                if dx >= 0.0 || (!vertical && full[3] > 0.0) {
                     0
                 } else {
                     2
