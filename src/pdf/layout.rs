@@ -60,8 +60,11 @@ impl Span {
 pub struct SpanBuilder {
     pub spans: Vec<Span>,
     cur: Option<Span>,
-    /// Characters collected so far (spaces excluded).
+    /// Characters collected so far (spaces excluded), in the spans kept and the current one.
     pub chars: usize,
+    /// Of which in the current span: given back if it turns out to be a copy of text already
+    /// on the page (`flush`), so text drawn twice counts once against the cap.
+    cur_chars: usize,
     /// Glyphs past this many characters are dropped.
     limit: usize,
     /// A spacing accent waiting for the glyph it is drawn over (see `glyph`).
@@ -158,6 +161,7 @@ impl SpanBuilder {
             spans: Vec::new(),
             cur: None,
             chars: 0,
+            cur_chars: 0,
             limit,
             accent: None,
             placed: HashMap::new(),
@@ -283,7 +287,9 @@ impl SpanBuilder {
                     s.bounds.push((s.text.len() as u32, gap, spaced));
                 }
                 s.pending_space = None;
-                self.chars += push_clean(&mut s.text, text);
+                let n = push_clean(&mut s.text, text);
+                self.chars += n;
+                self.cur_chars += n;
                 s.x1 = s.x1.max(x1);
                 s.x0 = s.x0.min(x0);
                 return;
@@ -294,7 +300,9 @@ impl SpanBuilder {
         }
         self.flush();
         let mut t = String::new();
-        self.chars += push_clean(&mut t, text);
+        let n = push_clean(&mut t, text);
+        self.chars += n;
+        self.cur_chars = n;
         if t.is_empty() {
             return;
         }
@@ -317,6 +325,7 @@ impl SpanBuilder {
     /// Ends the current span (a new text object may start anywhere).
     pub fn flush(&mut self) {
         self.release_accent();
+        let counted = std::mem::take(&mut self.cur_chars);
         if let Some(s) = self.cur.take() {
             let trimmed = s.text.trim_end().len();
             let mut s = s;
@@ -341,7 +350,9 @@ impl SpanBuilder {
                         .get(&(h, row + d))
                         .is_some_and(|ids| ids.iter().any(|&i| same(&spans[i as usize])))
                 });
-            if !twice {
+            if twice {
+                self.chars = self.chars.saturating_sub(counted);
+            } else {
                 // At most 64 spans of one text per row are remembered: a page of one word
                 // repeated along a line stays linear.
                 let ids = self.placed.entry((h, row)).or_default();
@@ -877,6 +888,24 @@ mod tests {
         }
         let text = render(b.finish(), far());
         assert_eq!(text, "North Buona Vista\nAmerican L t d");
+    }
+
+    #[test]
+    fn text_drawn_twice_counts_once_against_the_character_cap() {
+        // A page that draws its text twice (fake bold, a redrawn layer) under a cap of 12
+        // characters: the copies are dropped and give their characters back, so the line
+        // after them still fits.
+        let mut b = SpanBuilder::with_limit(12);
+        for _ in 0..3 {
+            word(&mut b, 0.0, 100.0, "hello");
+            b.flush();
+        }
+        assert_eq!(b.chars, 5);
+        assert!(!b.is_full());
+        word(&mut b, 0.0, 80.0, "world");
+        b.flush();
+        assert_eq!(b.chars, 10);
+        assert_eq!(render(b.finish(), far()), "hello\nworld");
     }
 
     #[test]
