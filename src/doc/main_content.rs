@@ -129,6 +129,11 @@ struct Regexes {
     overlay: Regex,
     /// A standfirst (lead paragraph) set apart from the article body (class/id).
     lead: Regex,
+    /// Boxes that are never the article, whatever their length (class/id): subscription and
+    /// newsletter calls, author biographies, cookie and consent notices.
+    boxes: Regex,
+    /// Notices and disclaimers (class/id): boilerplate once the article's prose is over.
+    notice: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -143,6 +148,10 @@ fn regexes() -> &'static Regexes {
             panel: re(
                 r"accordion|akkordeon|collaps|tab-?pane|tabpanel|tab-?content|panel|toggle|faq|klapp|expand|disclosure",
             ),
+            boxes: re(
+                r"(^|[-_ ])(cta|abo|paywall-?(box|teaser|prompt))([-_ ]|$)|abonn|subscribe|subscription-?(box|teaser|cta|form|promo|banner)|newsletter|signup|sign-up|membership-?(box|cta|teaser)|author-?(bio|box|info|profile|description|details|card|about)|about-?(the-?)?author|(^|[-_ ])(bio|biography|autorenbox|autor-?info)([-_ ]|$)|cookie|consent|gdpr",
+            ),
+            notice: re(r"notice|disclaimer|hinweis|avertissement|aviso-?legal"),
             lead: re(
                 r"(^|[-_ ])(intro|introduction|intro-?text|chapo|chapeau|lead|lede|lead-?text|standfirst|deck|summary|abstract|excerpt|teaser-?text|vorspann|anriss|entradilla|sumario|bajada|sommario)([-_ ]|$)",
             ),
@@ -436,6 +445,9 @@ struct Pass<'a> {
     top_score: f64,
     gone: Vec<bool>,
     stat: Vec<Stat>,
+    /// While cleaning a root: its last prose paragraph (`boxes`: a notice after it is not
+    /// the article's).
+    last_prose: Ix,
 }
 
 /// What a pass removes before scoring.
@@ -526,6 +538,7 @@ impl<'a> Pass<'a> {
             top_score: 0.0,
             gone,
             stat: vec![Stat::default(); n],
+            last_prose: 0,
         };
         pass.compute_stats();
         pass
@@ -892,6 +905,15 @@ impl<'a> Pass<'a> {
                 roots.push(s);
                 continue;
             }
+            // A notice or a subscription box after the article is no prose sibling of it
+            // (`boxes`: Mediapart's `p.notice` below the post).
+            if s > top && !off("boxes") && {
+                let ci = class_id(dom, s);
+                let r = regexes();
+                ci.len() > 1 && (r.notice.is_match(&ci) || r.boxes.is_match(&ci))
+            } {
+                continue;
+            }
             if !off("parasib") && self.is_paragraph_block(s) {
                 roots.push(s);
                 continue;
@@ -1087,6 +1109,15 @@ impl<'a> Pass<'a> {
     fn drop_furniture(&mut self, root: Ix, root_ptext: u32) {
         let dom = self.dom;
         let end = dom.nodes[root].end;
+        self.last_prose = (root + 1..end)
+            .rev()
+            .find(|&d| {
+                !self.gone[d]
+                    && dom.tag(d) == "p"
+                    && self.stat[d].ptext >= 80
+                    && !regexes().notice.is_match(&class_id(dom, d))
+            })
+            .unwrap_or(root);
         for ix in root + 1..end {
             if dom.elem(ix).is_none() {
                 continue;
@@ -1198,7 +1229,33 @@ impl<'a> Pass<'a> {
         if self.is_furniture(ix, tag, st, &ci, root_ptext) {
             return Cut::Element;
         }
+        if self.is_box(ix, st, &ci, root_ptext) {
+            if debug() {
+                eprintln!("  box {ix} <{tag} {ci:?}> len {}", st.len);
+            }
+            return Cut::Element;
+        }
         Cut::Keep
+    }
+
+    /// A box that is not the article, however long (`boxes`): its class/id says subscription
+    /// or newsletter call, author biography, cookie or consent notice — or notice/disclaimer,
+    /// once the article's last prose paragraph is behind (Mediapart's "Le Club est l'espace
+    /// de libre expression…", la-bas.org's `cta-abonnement` site description; the furniture
+    /// rule stops at 300 characters). Never the block holding half the article's paragraph
+    /// text, nor one holding an embed.
+    fn is_box(&self, ix: Ix, st: Stat, ci: &str, root_ptext: u32) -> bool {
+        let r = regexes();
+        ci.len() > 1
+            && st.len < 2000
+            && !off("boxes")
+            && st.ptext * 2 < root_ptext.max(1)
+            && !holds_embed(self.dom, ix)
+            && (r.boxes.is_match(ci)
+                || (st.len < 600
+                    && ix > self.last_prose
+                    && self.dom.nodes[self.last_prose].end <= ix
+                    && r.notice.is_match(ci)))
     }
 
     /// Short text that is not the article's: teasers, calls to action, paragraphs that are
@@ -1830,6 +1887,25 @@ mod tests {
     #[test]
     fn unseen_page_layouts_keep_their_main_text() {
         let cases: &[(&str, &str, &[&str], &[&str])] = &[
+            (
+                // `boxes`: a long subscription box inside the article body, an author bio and
+                // a notice after it (each past the furniture rule's 300 characters).
+                "fr-boxes",
+                include_str!("../../fixtures/pages/recall/fr-boxes.html"),
+                &[
+                    "Le conseil métropolitain a voté jeudi soir",
+                    "310 millions d'euros",
+                    "un parking relais près du marché couvert",
+                    "La mise en service est prévue pour la rentrée 2027",
+                ],
+                &[
+                    "Depuis 1998, le Journal du Littoral",
+                    "Abonnement à partir de 5 euros",
+                    "Marie Le Gall est journaliste",
+                    "Les commentaires sont modérés",
+                    "Nous utilisons des cookies",
+                ],
+            ),
             (
                 "de-split-typo3",
                 include_str!("../../fixtures/pages/recall/de-split-typo3.html"),
