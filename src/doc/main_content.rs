@@ -213,6 +213,62 @@ fn is_comment_section_in_table(tag: &str, class_id: &str) -> bool {
     ) && regexes().comment_section.is_match(class_id)
 }
 
+/// Whether `ix`, named like a comment section, holds a list of reader comments: it is a list
+/// of two or more items, or holds one named like comments, or two or more elements whose
+/// class starts with the same comment-like name (`comment`, `article_comment_item`). An
+/// op-ed (`div.kommentar`) is one article, not a list, and stays (`commentlist`).
+fn is_reader_comments(dom: &Dom, ix: Ix) -> bool {
+    let r = regexes();
+    let list_of_items = |d: Ix| {
+        matches!(dom.tag(d), "ul" | "ol")
+            && dom.nodes[d]
+                .children
+                .iter()
+                .filter(|&&c| dom.tag(c) == "li")
+                .nth(1)
+                .is_some()
+    };
+    if list_of_items(ix) {
+        return true;
+    }
+    let end = dom.nodes[ix].end.min(ix + 1 + 20_000);
+    let mut seen: Vec<&str> = Vec::new();
+    for d in ix + 1..end {
+        let Some(class) = dom.attr(d, "class") else {
+            continue;
+        };
+        let first = class.split_whitespace().next().unwrap_or("");
+        if first.is_empty() || !r.comment_section.is_match(first) {
+            continue;
+        }
+        if list_of_items(d) || seen.contains(&first) {
+            return true;
+        }
+        seen.push(first);
+    }
+    false
+}
+
+/// Whether `ix` holds at least `n` paragraphs (`p`) with text: an article named like a
+/// comment (an op-ed), not a comment box's furniture.
+fn holds_paragraphs(dom: &Dom, ix: Ix, n: usize) -> bool {
+    let end = dom.nodes[ix].end.min(ix + 1 + 20_000);
+    (ix + 1..end)
+        .filter(|&d| dom.tag(d) == "p" && dom.nodes[d].end > d + 1)
+        .nth(n - 1)
+        .is_some()
+}
+
+/// A block named like a comment that is an article (an op-ed, `div.kommentar`): three
+/// paragraphs or more and no list of reader comments. The unlikely-candidate rule spares it
+/// (`commentlist`).
+fn op_ed(dom: &Dom, ix: Ix, class_id: &str) -> bool {
+    !off("commentlist")
+        && regexes().comment_section.is_match(class_id)
+        && holds_paragraphs(dom, ix, 3)
+        && !is_reader_comments(dom, ix)
+}
+
 /// Readability's `DIV_TO_P_ELEMS` (plus links, as this engine always had): a div holding one
 /// of these is a container, not a paragraph.
 fn is_div_to_p_block(tag: &str) -> bool {
@@ -448,6 +504,9 @@ struct Pass<'a> {
     /// While cleaning a root: its last prose paragraph (`boxes`: a notice after it is not
     /// the article's).
     last_prose: Ix,
+    /// While cleaning a root: its first prose paragraph (`commentlist`: reader comments come
+    /// after it).
+    first_prose: Ix,
 }
 
 /// What a pass removes before scoring.
@@ -518,8 +577,11 @@ impl<'a> Pass<'a> {
                     && !dom
                         .ancestors(ix)
                         .any(|a| matches!(dom.tag(a), "code" | "pre"))
+                    && !op_ed(dom, ix, &ci)
                     && (!dom.ancestors(ix).any(|a| dom.tag(a) == "table")
-                        || (!off("tablecomments") && is_comment_section_in_table(tag, &ci)))
+                        || (!off("tablecomments")
+                            && is_comment_section_in_table(tag, &ci)
+                            && (off("commentlist") || is_reader_comments(dom, ix))))
                 {
                     gone[ix] = true;
                 }
@@ -539,6 +601,7 @@ impl<'a> Pass<'a> {
             gone,
             stat: vec![Stat::default(); n],
             last_prose: 0,
+            first_prose: 0,
         };
         pass.compute_stats();
         pass
@@ -906,11 +969,16 @@ impl<'a> Pass<'a> {
                 continue;
             }
             // A notice or a subscription box after the article is no prose sibling of it
-            // (`boxes`: Mediapart's `p.notice` below the post).
-            if s > top && !off("boxes") && {
+            // (`boxes`: Mediapart's `p.notice` below the post), nor are reader comments
+            // (`commentlist`: slate.fr's `article_footer_comments`).
+            if s > top && {
                 let ci = class_id(dom, s);
                 let r = regexes();
-                ci.len() > 1 && (r.notice.is_match(&ci) || r.boxes.is_match(&ci))
+                ci.len() > 1
+                    && ((!off("boxes") && (r.notice.is_match(&ci) || r.boxes.is_match(&ci)))
+                        || (!off("commentlist")
+                            && r.comment_section.is_match(&ci)
+                            && is_reader_comments(dom, s)))
             } {
                 continue;
             }
@@ -1118,6 +1186,9 @@ impl<'a> Pass<'a> {
                     && !regexes().notice.is_match(&class_id(dom, d))
             })
             .unwrap_or(root);
+        self.first_prose = (root + 1..end)
+            .find(|&d| !self.gone[d] && dom.tag(d) == "p" && self.stat[d].ptext >= 80)
+            .unwrap_or(end);
         for ix in root + 1..end {
             if dom.elem(ix).is_none() {
                 continue;
@@ -1227,6 +1298,19 @@ impl<'a> Pass<'a> {
             return Cut::Element;
         }
         if self.is_furniture(ix, tag, st, &ci, root_ptext) {
+            return Cut::Element;
+        }
+        if ci.len() > 1
+            && !off("commentlist")
+            && self.first_prose < ix
+            && dom.nodes[self.first_prose].end <= ix
+            && r.comment_section.is_match(&ci)
+            && !holds_embed(dom, ix)
+            && is_reader_comments(dom, ix)
+        {
+            if debug() {
+                eprintln!("  reader comments {ix} <{tag} {ci:?}> len {}", st.len);
+            }
             return Cut::Element;
         }
         if self.is_box(ix, st, &ci, root_ptext) {
@@ -1904,6 +1988,54 @@ mod tests {
                     "Marie Le Gall est journaliste",
                     "Les commentaires sont modérés",
                     "Nous utilisons des cookies",
+                ],
+            ),
+            (
+                // `commentlist`: an op-ed named `kommentar` in a layout table is the article;
+                // the reader comments below it are not.
+                "de-table-oped",
+                include_str!("../../fixtures/pages/recall/de-table-oped.html"),
+                &[
+                    "Der Haushaltsentwurf, den der Kämmerer",
+                    "1,8 Millionen Euro Zuschuss",
+                    "Der Rat sollte den Mut zur Lücke haben",
+                ],
+                &[
+                    "Das Hallenbad zu schließen wäre ein Fehler",
+                    "Endlich sagt es mal jemand",
+                    "Veranstaltungen am Wochenende",
+                    "Alle Rechte vorbehalten",
+                ],
+            ),
+            (
+                // The same op-ed laid out in `div`s.
+                "de-div-oped",
+                include_str!("../../fixtures/pages/recall/de-div-oped.html"),
+                &[
+                    "Der Haushaltsentwurf, den der Kämmerer",
+                    "1,8 Millionen Euro Zuschuss",
+                    "Der Rat sollte den Mut zur Lücke haben",
+                ],
+                &[
+                    "Das Hallenbad zu schließen wäre ein Fehler",
+                    "Veranstaltungen am Wochenende",
+                ],
+            ),
+            (
+                // `commentlist`: reader comments under wrappers named `article_…` (which
+                // Readability's unlikely-candidate rule spares), after the article.
+                "fr-article-comments",
+                include_str!("../../fixtures/pages/recall/fr-article-comments.html"),
+                &[
+                    "Le Grand Port maritime a signé lundi",
+                    "180.000 passagers supplémentaires",
+                    "quatre nouveaux postes seront raccordés",
+                ],
+                &[
+                    "Réactions des lecteurs",
+                    "Encore des paquebots qui tournent au fioul",
+                    "Les commerçants du Panier seront contents",
+                    "Deux postes électriques sur huit",
                 ],
             ),
             (
