@@ -276,6 +276,15 @@ fn load_set(args: &Args) -> Result<Vec<Page>, String> {
             passages,
         });
     }
+    // Passages or truth files: one kind per set, whatever page comes first.
+    let with_passages = pages.iter().filter(|p| p.passages.is_some()).count();
+    if with_passages != 0 && with_passages != pages.len() {
+        return Err(format!(
+            "{}: {with_passages} of {} pages have passages, the others truth files: one kind per set",
+            args.dir.display(),
+            pages.len()
+        ));
+    }
     Ok(pages)
 }
 
