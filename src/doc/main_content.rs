@@ -134,6 +134,8 @@ struct Regexes {
     boxes: Regex,
     /// Notices and disclaimers (class/id): boilerplate once the article's prose is over.
     notice: Regex,
+    /// "Found a mistake? Select it and press Ctrl+Enter": an error-report box's text.
+    ctrl_enter: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -152,6 +154,7 @@ fn regexes() -> &'static Regexes {
                 r"(^|[-_ ])(cta|abo|paywall-?(box|teaser|prompt))([-_ ]|$)|abonn|subscribe|subscription-?(box|teaser|cta|form|promo|banner)|newsletter|signup|sign-up|membership-?(box|cta|teaser)|author-?(bio|box|info|profile|description|details|card|about)|about-?(the-?)?author|(^|[-_ ])(bio|biography|autorenbox|autor-?info)([-_ ]|$)|cookie|consent|gdpr",
             ),
             notice: re(r"notice|disclaimer|hinweis|avertissement|aviso-?legal"),
+            ctrl_enter: re(r"\bctrl\s*\+\s*enter\b"),
             lead: re(
                 r"(^|[-_ ])(intro|introduction|intro-?text|chapo|chapeau|lead|lede|lead-?text|standfirst|deck|summary|abstract|excerpt|teaser-?text|vorspann|anriss|entradilla|sumario|bajada|sommario)([-_ ]|$)",
             ),
@@ -960,17 +963,10 @@ impl<'a> Pass<'a> {
             if dom.elem(s).is_none() {
                 continue;
             }
-            let mut bonus = 0.0;
-            if !top_class.is_empty() && dom.attr(s, "class") == Some(top_class) {
-                bonus += top_score * 0.2;
-            }
-            if !score[s].is_nan() && score[s] + bonus >= threshold {
-                roots.push(s);
-                continue;
-            }
             // A notice or a subscription box after the article is no prose sibling of it
             // (`boxes`: Mediapart's `p.notice` below the post), nor are reader comments
-            // (`commentlist`: slate.fr's `article_footer_comments`).
+            // (`commentlist`: slate.fr's `article_footer_comments`), nor an error-report box
+            // (`ctrlenter`), however well they score.
             if s > top && {
                 let ci = class_id(dom, s);
                 let r = regexes();
@@ -979,7 +975,18 @@ impl<'a> Pass<'a> {
                         || (!off("commentlist")
                             && r.comment_section.is_match(&ci)
                             && is_reader_comments(dom, s)))
+                    || (!off("ctrlenter")
+                        && self.stat[s].len < 400
+                        && r.ctrl_enter.is_match(&dom.raw_text(s)))
             } {
+                continue;
+            }
+            let mut bonus = 0.0;
+            if !top_class.is_empty() && dom.attr(s, "class") == Some(top_class) {
+                bonus += top_score * 0.2;
+            }
+            if !score[s].is_nan() && score[s] + bonus >= threshold {
+                roots.push(s);
                 continue;
             }
             if !off("parasib") && self.is_paragraph_block(s) {
@@ -1311,6 +1318,16 @@ impl<'a> Pass<'a> {
             if debug() {
                 eprintln!("  reader comments {ix} <{tag} {ci:?}> len {}", st.len);
             }
+            return Cut::Element;
+        }
+        // An error-report box ("Found a typo? Select it and press Ctrl+Enter"), with its
+        // question heading when they share a wrapper (`ctrlenter`).
+        if matches!(tag, "p" | "div" | "section" | "aside")
+            && st.len < 400
+            && !off("ctrlenter")
+            && st.ptext * 2 < root_ptext.max(1)
+            && r.ctrl_enter.is_match(&dom.raw_text(ix))
+        {
             return Cut::Element;
         }
         if self.is_box(ix, st, &ci, root_ptext) {
@@ -2037,6 +2054,17 @@ mod tests {
                     "Les commerçants du Panier seront contents",
                     "Deux postes électriques sur huit",
                 ],
+            ),
+            (
+                // `ctrlenter`: an error-report box after the article.
+                "ru-ctrl-enter",
+                include_str!("../../fixtures/pages/recall/ru-ctrl-enter.html"),
+                &[
+                    "Городская дума утвердила",
+                    "сорок два миллиона рублей",
+                    "работы начнутся в апреле",
+                ],
+                &["Нашли ошибку?", "Ctrl+Enter"],
             ),
             (
                 "de-split-typo3",
