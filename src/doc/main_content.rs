@@ -129,6 +129,13 @@ struct Regexes {
     overlay: Regex,
     /// A standfirst (lead paragraph) set apart from the article body (class/id).
     lead: Regex,
+    /// Boxes that are never the article, whatever their length (class/id): subscription and
+    /// newsletter calls, author biographies, cookie and consent notices.
+    boxes: Regex,
+    /// Notices and disclaimers (class/id): boilerplate once the article's prose is over.
+    notice: Regex,
+    /// "Found a mistake? Select it and press Ctrl+Enter": an error-report box's text.
+    ctrl_enter: Regex,
 }
 
 fn regexes() -> &'static Regexes {
@@ -143,6 +150,11 @@ fn regexes() -> &'static Regexes {
             panel: re(
                 r"accordion|akkordeon|collaps|tab-?pane|tabpanel|tab-?content|panel|toggle|faq|klapp|expand|disclosure",
             ),
+            boxes: re(
+                r"(^|[-_ ])(cta|abo|paywall-?(box|teaser|prompt))([-_ ]|$)|abonn|subscribe|subscription-?(box|teaser|cta|form|promo|banner)|newsletter|signup|sign-up|membership-?(box|cta|teaser)|author-?(bio|box|info|profile|description|details|card|about)|about-?(the-?)?author|(^|[-_ ])(bio|biography|autorenbox|autor-?info)([-_ ]|$)|cookie|consent|gdpr",
+            ),
+            notice: re(r"notice|disclaimer|hinweis|avertissement|aviso-?legal"),
+            ctrl_enter: re(r"\bctrl\s*\+\s*enter\b"),
             lead: re(
                 r"(^|[-_ ])(intro|introduction|intro-?text|chapo|chapeau|lead|lede|lead-?text|standfirst|deck|summary|abstract|excerpt|teaser-?text|vorspann|anriss|entradilla|sumario|bajada|sommario)([-_ ]|$)",
             ),
@@ -202,6 +214,62 @@ fn is_comment_section_in_table(tag: &str, class_id: &str) -> bool {
         tag,
         "table" | "thead" | "tbody" | "tfoot" | "tr" | "td" | "th"
     ) && regexes().comment_section.is_match(class_id)
+}
+
+/// Whether `ix`, named like a comment section, holds a list of reader comments: it is a list
+/// of two or more items, or holds one named like comments, or two or more elements whose
+/// class starts with the same comment-like name (`comment`, `article_comment_item`). An
+/// op-ed (`div.kommentar`) is one article, not a list, and stays (`commentlist`).
+fn is_reader_comments(dom: &Dom, ix: Ix) -> bool {
+    let r = regexes();
+    let list_of_items = |d: Ix| {
+        matches!(dom.tag(d), "ul" | "ol")
+            && dom.nodes[d]
+                .children
+                .iter()
+                .filter(|&&c| dom.tag(c) == "li")
+                .nth(1)
+                .is_some()
+    };
+    if list_of_items(ix) {
+        return true;
+    }
+    let end = dom.nodes[ix].end.min(ix + 1 + 20_000);
+    let mut seen: Vec<&str> = Vec::new();
+    for d in ix + 1..end {
+        let Some(class) = dom.attr(d, "class") else {
+            continue;
+        };
+        let first = class.split_whitespace().next().unwrap_or("");
+        if first.is_empty() || !r.comment_section.is_match(first) {
+            continue;
+        }
+        if list_of_items(d) || seen.contains(&first) {
+            return true;
+        }
+        seen.push(first);
+    }
+    false
+}
+
+/// Whether `ix` holds at least `n` paragraphs (`p`) with text: an article named like a
+/// comment (an op-ed), not a comment box's furniture.
+fn holds_paragraphs(dom: &Dom, ix: Ix, n: usize) -> bool {
+    let end = dom.nodes[ix].end.min(ix + 1 + 20_000);
+    (ix + 1..end)
+        .filter(|&d| dom.tag(d) == "p" && dom.nodes[d].end > d + 1)
+        .nth(n - 1)
+        .is_some()
+}
+
+/// A block named like a comment that is an article (an op-ed, `div.kommentar`): three
+/// paragraphs or more and no list of reader comments. The unlikely-candidate rule spares it
+/// (`commentlist`).
+fn op_ed(dom: &Dom, ix: Ix, class_id: &str) -> bool {
+    !off("commentlist")
+        && regexes().comment_section.is_match(class_id)
+        && holds_paragraphs(dom, ix, 3)
+        && !is_reader_comments(dom, ix)
 }
 
 /// Readability's `DIV_TO_P_ELEMS` (plus links, as this engine always had): a div holding one
@@ -436,6 +504,12 @@ struct Pass<'a> {
     top_score: f64,
     gone: Vec<bool>,
     stat: Vec<Stat>,
+    /// While cleaning a root: its last prose paragraph (`boxes`: a notice after it is not
+    /// the article's).
+    last_prose: Ix,
+    /// While cleaning a root: its first prose paragraph (`commentlist`: reader comments come
+    /// after it).
+    first_prose: Ix,
 }
 
 /// What a pass removes before scoring.
@@ -506,8 +580,11 @@ impl<'a> Pass<'a> {
                     && !dom
                         .ancestors(ix)
                         .any(|a| matches!(dom.tag(a), "code" | "pre"))
+                    && !op_ed(dom, ix, &ci)
                     && (!dom.ancestors(ix).any(|a| dom.tag(a) == "table")
-                        || (!off("tablecomments") && is_comment_section_in_table(tag, &ci)))
+                        || (!off("tablecomments")
+                            && is_comment_section_in_table(tag, &ci)
+                            && (off("commentlist") || is_reader_comments(dom, ix))))
                 {
                     gone[ix] = true;
                 }
@@ -526,6 +603,8 @@ impl<'a> Pass<'a> {
             top_score: 0.0,
             gone,
             stat: vec![Stat::default(); n],
+            last_prose: 0,
+            first_prose: 0,
         };
         pass.compute_stats();
         pass
@@ -884,6 +963,24 @@ impl<'a> Pass<'a> {
             if dom.elem(s).is_none() {
                 continue;
             }
+            // A notice or a subscription box after the article is no prose sibling of it
+            // (`boxes`: Mediapart's `p.notice` below the post), nor are reader comments
+            // (`commentlist`: slate.fr's `article_footer_comments`), nor an error-report box
+            // (`ctrlenter`), however well they score.
+            if s > top && {
+                let ci = class_id(dom, s);
+                let r = regexes();
+                ci.len() > 1
+                    && ((!off("boxes") && (r.notice.is_match(&ci) || r.boxes.is_match(&ci)))
+                        || (!off("commentlist")
+                            && r.comment_section.is_match(&ci)
+                            && is_reader_comments(dom, s)))
+                    || (!off("ctrlenter")
+                        && self.stat[s].len < 400
+                        && r.ctrl_enter.is_match(&dom.raw_text(s)))
+            } {
+                continue;
+            }
             let mut bonus = 0.0;
             if !top_class.is_empty() && dom.attr(s, "class") == Some(top_class) {
                 bonus += top_score * 0.2;
@@ -1087,6 +1184,18 @@ impl<'a> Pass<'a> {
     fn drop_furniture(&mut self, root: Ix, root_ptext: u32) {
         let dom = self.dom;
         let end = dom.nodes[root].end;
+        self.last_prose = (root + 1..end)
+            .rev()
+            .find(|&d| {
+                !self.gone[d]
+                    && dom.tag(d) == "p"
+                    && self.stat[d].ptext >= 80
+                    && !regexes().notice.is_match(&class_id(dom, d))
+            })
+            .unwrap_or(root);
+        self.first_prose = (root + 1..end)
+            .find(|&d| !self.gone[d] && dom.tag(d) == "p" && self.stat[d].ptext >= 80)
+            .unwrap_or(end);
         for ix in root + 1..end {
             if dom.elem(ix).is_none() {
                 continue;
@@ -1198,7 +1307,56 @@ impl<'a> Pass<'a> {
         if self.is_furniture(ix, tag, st, &ci, root_ptext) {
             return Cut::Element;
         }
+        if ci.len() > 1
+            && !off("commentlist")
+            && self.first_prose < ix
+            && dom.nodes[self.first_prose].end <= ix
+            && r.comment_section.is_match(&ci)
+            && !holds_embed(dom, ix)
+            && is_reader_comments(dom, ix)
+        {
+            if debug() {
+                eprintln!("  reader comments {ix} <{tag} {ci:?}> len {}", st.len);
+            }
+            return Cut::Element;
+        }
+        // An error-report box ("Found a typo? Select it and press Ctrl+Enter"), with its
+        // question heading when they share a wrapper (`ctrlenter`).
+        if matches!(tag, "p" | "div" | "section" | "aside")
+            && st.len < 400
+            && !off("ctrlenter")
+            && st.ptext * 2 < root_ptext.max(1)
+            && r.ctrl_enter.is_match(&dom.raw_text(ix))
+        {
+            return Cut::Element;
+        }
+        if self.is_box(ix, st, &ci, root_ptext) {
+            if debug() {
+                eprintln!("  box {ix} <{tag} {ci:?}> len {}", st.len);
+            }
+            return Cut::Element;
+        }
         Cut::Keep
+    }
+
+    /// A box that is not the article, however long (`boxes`): its class/id says subscription
+    /// or newsletter call, author biography, cookie or consent notice — or notice/disclaimer,
+    /// once the article's last prose paragraph is behind (Mediapart's "Le Club est l'espace
+    /// de libre expression…", la-bas.org's `cta-abonnement` site description; the furniture
+    /// rule stops at 300 characters). Never the block holding half the article's paragraph
+    /// text, nor one holding an embed.
+    fn is_box(&self, ix: Ix, st: Stat, ci: &str, root_ptext: u32) -> bool {
+        let r = regexes();
+        ci.len() > 1
+            && st.len < 2000
+            && !off("boxes")
+            && st.ptext * 2 < root_ptext.max(1)
+            && !holds_embed(self.dom, ix)
+            && (r.boxes.is_match(ci)
+                || (st.len < 600
+                    && ix > self.last_prose
+                    && self.dom.nodes[self.last_prose].end <= ix
+                    && r.notice.is_match(ci)))
     }
 
     /// Short text that is not the article's: teasers, calls to action, paragraphs that are
@@ -1830,6 +1988,84 @@ mod tests {
     #[test]
     fn unseen_page_layouts_keep_their_main_text() {
         let cases: &[(&str, &str, &[&str], &[&str])] = &[
+            (
+                // `boxes`: a long subscription box inside the article body, an author bio and
+                // a notice after it (each past the furniture rule's 300 characters).
+                "fr-boxes",
+                include_str!("../../fixtures/pages/recall/fr-boxes.html"),
+                &[
+                    "Le conseil métropolitain a voté jeudi soir",
+                    "310 millions d'euros",
+                    "un parking relais près du marché couvert",
+                    "La mise en service est prévue pour la rentrée 2027",
+                ],
+                &[
+                    "Depuis 1998, le Journal du Littoral",
+                    "Abonnement à partir de 5 euros",
+                    "Marie Le Gall est journaliste",
+                    "Les commentaires sont modérés",
+                    "Nous utilisons des cookies",
+                ],
+            ),
+            (
+                // `commentlist`: an op-ed named `kommentar` in a layout table is the article;
+                // the reader comments below it are not.
+                "de-table-oped",
+                include_str!("../../fixtures/pages/recall/de-table-oped.html"),
+                &[
+                    "Der Haushaltsentwurf, den der Kämmerer",
+                    "1,8 Millionen Euro Zuschuss",
+                    "Der Rat sollte den Mut zur Lücke haben",
+                ],
+                &[
+                    "Das Hallenbad zu schließen wäre ein Fehler",
+                    "Endlich sagt es mal jemand",
+                    "Veranstaltungen am Wochenende",
+                    "Alle Rechte vorbehalten",
+                ],
+            ),
+            (
+                // The same op-ed laid out in `div`s.
+                "de-div-oped",
+                include_str!("../../fixtures/pages/recall/de-div-oped.html"),
+                &[
+                    "Der Haushaltsentwurf, den der Kämmerer",
+                    "1,8 Millionen Euro Zuschuss",
+                    "Der Rat sollte den Mut zur Lücke haben",
+                ],
+                &[
+                    "Das Hallenbad zu schließen wäre ein Fehler",
+                    "Veranstaltungen am Wochenende",
+                ],
+            ),
+            (
+                // `commentlist`: reader comments under wrappers named `article_…` (which
+                // Readability's unlikely-candidate rule spares), after the article.
+                "fr-article-comments",
+                include_str!("../../fixtures/pages/recall/fr-article-comments.html"),
+                &[
+                    "Le Grand Port maritime a signé lundi",
+                    "180.000 passagers supplémentaires",
+                    "quatre nouveaux postes seront raccordés",
+                ],
+                &[
+                    "Réactions des lecteurs",
+                    "Encore des paquebots qui tournent au fioul",
+                    "Les commerçants du Panier seront contents",
+                    "Deux postes électriques sur huit",
+                ],
+            ),
+            (
+                // `ctrlenter`: an error-report box after the article.
+                "ru-ctrl-enter",
+                include_str!("../../fixtures/pages/recall/ru-ctrl-enter.html"),
+                &[
+                    "Городская дума утвердила",
+                    "сорок два миллиона рублей",
+                    "работы начнутся в апреле",
+                ],
+                &["Нашли ошибку?", "Ctrl+Enter"],
+            ),
             (
                 "de-split-typo3",
                 include_str!("../../fixtures/pages/recall/de-split-typo3.html"),

@@ -243,7 +243,12 @@ pub fn passage_text(s: &str) -> String {
 /// Scores one output (plain text) against a page's passages.
 pub fn score_passages<S: AsRef<str>>(output: &str, with: &[S], without: &[S]) -> Passages {
     let text = passage_text(output);
-    let found = |p: &S| text.contains(&passage_text(p.as_ref()));
+    // An empty passage (or one of whitespace only) would be "in" every output: it never
+    // matches, so an empty "with" counts as missing and an empty "without" as absent.
+    let found = |p: &S| {
+        let p = passage_text(p.as_ref());
+        !p.is_empty() && text.contains(&p)
+    };
     let hits = with.iter().filter(|p| found(p)).count();
     let leaks = without.iter().filter(|p| found(p)).count();
     Passages {
@@ -257,6 +262,20 @@ pub fn score_passages<S: AsRef<str>>(output: &str, with: &[S], without: &[S]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_passage_never_matches() {
+        let p = score_passages("Some text.", &["", " \n "], &["", "\t"]);
+        assert_eq!(
+            p,
+            Passages {
+                tp: 0,
+                fn_: 2,
+                fp: 0,
+                tn: 2
+            }
+        );
+    }
 
     #[test]
     fn passages_match_after_composition_and_whitespace() {
