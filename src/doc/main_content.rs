@@ -1171,9 +1171,77 @@ impl<'a> Pass<'a> {
     /// Readability's `_prepArticle`, over the chosen roots: furniture and the article's end
     /// first, in document order, then conditional cleaning, innermost first. Both passes weigh
     /// paragraph text against the root's as it was before either ran.
+    ///
+    /// A root joined to the article (a sibling, a cousin) is cleaned like the article
+    /// (`rootclean`): the root itself is judged by the same rules as an element inside the
+    /// article, and what it holds is weighed against the article's paragraph text, not its
+    /// own — a newsletter box, a byline or a notice beside the article scores as a sibling
+    /// but is no more the article than inside it.
     fn clean(&mut self, roots: &[Ix]) {
+        let dom = self.dom;
+        let main = roots
+            .iter()
+            .copied()
+            .max_by_key(|&r| self.stat[r].ptext)
+            .unwrap_or(0);
+        let article = self.stat[main].ptext;
+        let joined = roots.len() > 1 && !off("rootclean");
+        // The article's first and last prose paragraphs over all the roots.
+        let (mut first, mut last) = (dom.nodes.len(), 0);
+        if joined {
+            let prose = |d: Ix| dom.tag(d) == "p" && self.stat[d].ptext >= 80;
+            for &r in roots {
+                if let Some(d) = (r..dom.nodes[r].end).find(|&d| prose(d)) {
+                    first = first.min(d);
+                }
+                if let Some(d) = (r..dom.nodes[r].end)
+                    .rev()
+                    .find(|&d| prose(d) && !regexes().notice.is_match(&class_id(dom, d)))
+                {
+                    last = last.max(d);
+                }
+            }
+        }
         for &root in roots {
-            let root_ptext = self.stat[root].ptext;
+            if self.gone[root] {
+                continue;
+            }
+            let mut root_ptext = self.stat[root].ptext;
+            if joined && root != main {
+                self.first_prose = first;
+                self.last_prose = last;
+                let cut = self.furniture_cut(root, article);
+                let cut = match cut {
+                    Cut::Keep
+                        if matches!(
+                            dom.tag(root),
+                            "form" | "fieldset" | "table" | "ul" | "ol" | "div" | "section"
+                        ) && self.should_remove(root, article) =>
+                    {
+                        Cut::Element
+                    }
+                    c => c,
+                };
+                if debug() && !matches!(cut, Cut::Keep) {
+                    eprintln!(
+                        "  joined root {root} <{} class={:?}> dropped",
+                        dom.tag(root),
+                        dom.attr(root, "class")
+                    );
+                }
+                match cut {
+                    Cut::Keep => {}
+                    Cut::Element => {
+                        self.remove(root);
+                        continue;
+                    }
+                    Cut::Rest => {
+                        self.end_article(root);
+                        continue;
+                    }
+                }
+                root_ptext = root_ptext.max(article);
+            }
             self.drop_furniture(root, root_ptext);
             self.clean_conditionally(root, root_ptext);
         }
@@ -1726,6 +1794,7 @@ pub fn select(dom: &Dom, title: Option<&str>) -> Selection {
             .fold(0.0, f64::max);
         pass.scores = scores;
         pass.clean(&roots);
+        roots.retain(|&r| !pass.gone[r]);
         if !off("trail") {
             pass.trim_tail(&roots);
         }
@@ -1988,6 +2057,23 @@ mod tests {
     #[test]
     fn unseen_page_layouts_keep_their_main_text() {
         let cases: &[(&str, &str, &[&str], &[&str])] = &[
+            (
+                // `rootclean`: a photo credit and a byline beside the article body join it as
+                // prose siblings; they are cleaned like the article's own furniture.
+                "es-joined-siblings",
+                include_str!("../../fixtures/pages/recall/es-joined-siblings.html"),
+                &[
+                    "La Autoridad Portuaria aprobó el martes",
+                    "los camiones dejen de cruzar sus calles",
+                    "La licitación de la primera fase se publicará",
+                ],
+                &[
+                    "Vista de las grúas de la terminal norte",
+                    "Por Ana Ruiz Ortega",
+                    "Reciba cada mañana en su correo",
+                    "Todos los derechos reservados",
+                ],
+            ),
             (
                 // `boxes`: a long subscription box inside the article body, an author bio and
                 // a notice after it (each past the furniture rule's 300 characters).
