@@ -19,7 +19,8 @@ the data's line, three- and four-byte codes of an embedded CMap, content-stream 
 parser cannot read, form fields, glyph names with a `.suffix`, CFF fonts whose glyph names no list knows (Arabic
 glyphs named after their Unicode names, ArabTeX's `char92`), letters of the other direction
 inside right-to-left words, an OCR layer's letter-spaced words, indices and exponents set
-a little apart, text drawn again at the same place later in the page. fontTools
+a little apart, text drawn again at the same place later in the page, a font sample's letters
+set apart by space glyphs. fontTools
 subsets DejaVu Sans (Debian fonts-dejavu-core) for the embedded TrueType and builds the small
 CFF program. Deterministic.
 """
@@ -341,7 +342,10 @@ def symbol_tex():
         "<< /Type /FontDescriptor /FontName /ABCDEF+CMMI10 /Flags 4 /FontBBox [-32 -250 1048 750] /ItalicAngle -14 /Ascent 694 /Descent -194 /CapHeight 683 /StemV 72 /FontFile 8 0 R >>",
         stream(prog, "/Length1 %d /Length2 %d /Length3 %d" % (len(type1), len(binary) + 1, 77)),
     ]
-    write("symbol-tex", objs, "α + β = γ\nπ ≈ 3.14, Δ ξ\nα β γ δ π σ")
+    # The last line's letters are all set apart by space glyphs of one width: pdftotext reads
+    # them as one word (its letter-spacing rule, see 29), and so do we since issue 15's sixth
+    # round.
+    write("symbol-tex", objs, "α + β = γ\nπ ≈ 3.14, Δ ξ\nαβγδπσ")
 
 
 # 7. AcroForm: field values live in the widgets' appearance streams (and /V), not in the page.
@@ -985,6 +989,25 @@ def mirrored():
     write("mirrored", objs, "XETeX is a TeX engine\nupside down")
 
 
+# 29. A font sample's letters each set apart by a space glyph (SIL's character lists: cairo,
+#     Word): every fragment of the line is one letter, so poppler's letter-spacing rule
+#     (`TextLine::coalesce`) prints a space only where a gap reaches 1.3 times the line's
+#     narrowest one; a space glyph alone does not make one (`Ʋ ʋ ᶹ` reads `Ʋʋᶹ`). A line with a
+#     longer word keeps its spaces.
+def space_glyph_samples():
+    content = ("BT /F1 12 Tf 72 700 Td (A B C  D E F) Tj ET\n"
+               "BT /F1 12 Tf 72 680 Td (a b c d) Tj ET\n"
+               "BT /F1 12 Tf 72 660 Td (Sample a b c) Tj ET\n")
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+    write("space-glyph-samples", objs, "ABC DEF\nabcd\nSample a b c")
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -1013,4 +1036,5 @@ drawn_twice()
 optional_content()
 off_page()
 mirrored()
+space_glyph_samples()
 print("wrote", OUT)

@@ -39,10 +39,9 @@ pub struct Span {
     last_size: f32,
     /// Where the glyphs of this span stand apart by more than 0.1 em (poppler's word break,
     /// `minWordBreakSpace`) or across a space glyph: the byte offset in `text` where the next
-    /// fragment starts (after the space, if one was written), the gap in device units, and
-    /// whether a space glyph stands there. A line whose fragments are all single characters
-    /// is letter-spaced (`letter_spaced`).
-    bounds: Vec<(u32, f32, bool)>,
+    /// fragment starts (after the space, if one was written) and the gap in device units. A
+    /// line whose fragments are all single characters is letter-spaced (`letter_spaced`).
+    bounds: Vec<(u32, f32)>,
 }
 
 impl Span {
@@ -284,7 +283,7 @@ impl SpanBuilder {
                     s.text.push(' ');
                 }
                 if (spaced || gap > break_at) && s.bounds.len() < 4096 {
-                    s.bounds.push((s.text.len() as u32, gap, spaced));
+                    s.bounds.push((s.text.len() as u32, gap));
                 }
                 s.pending_space = None;
                 let n = push_clean(&mut s.text, text);
@@ -694,44 +693,47 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
 /// not word spaces; a gap is a space only from 1.3 times the line's narrowest gap (at most
 /// 0.4 em) on. OCR layers spread each word's letters over the word's width on the scan, and
 /// spaced-out headings do the same (issue 15: an EPSON scan's `N o r t h`, `C o m p a n y`,
-/// which pdftotext reads whole). Unlike poppler, a space glyph drawn between two letters stays
-/// a space (`α β γ` typed with spaces is not `αβγ`). None: not such a line.
+/// which pdftotext reads whole). A space glyph between two letters is no exception: poppler
+/// ends a word at a space character but prints a space only where `coalesce` puts one, by the
+/// gap alone, so a line of letters each set apart by a space glyph of the same width (SIL's
+/// character samples, `Ʋ ʋ ᶹ`) reads `Ʋʋᶹ`; a wider gap among them still becomes a space.
+/// None: not such a line.
 fn letter_spaced(line: &[&Span]) -> Option<String> {
     let size = line.first()?.size;
-    // (fragment, gap before it, a space glyph before it)
-    let mut frags: Vec<(&str, f32, bool)> = Vec::new();
+    // (fragment, gap before it)
+    let mut frags: Vec<(&str, f32)> = Vec::new();
     let mut reach = f32::NEG_INFINITY;
     for s in line {
         let mut start = 0usize;
-        let (mut gap, mut glyph) = (s.x0 - reach, false);
-        for &(at, g, spaced) in &s.bounds {
+        let mut gap = s.x0 - reach;
+        for &(at, g) in &s.bounds {
             let at = (at as usize).min(s.text.len());
             if at <= start || !s.text.is_char_boundary(at) {
                 continue;
             }
-            frags.push((s.text[start..at].trim_end_matches(' '), gap, glyph));
-            (start, gap, glyph) = (at, g, spaced);
+            frags.push((s.text[start..at].trim_end_matches(' '), gap));
+            (start, gap) = (at, g);
         }
-        frags.push((&s.text[start..], gap, glyph));
+        frags.push((&s.text[start..], gap));
         reach = reach.max(s.x1);
         if frags.len() > 4096 {
             return None;
         }
     }
-    if frags.len() < 2 || frags.iter().any(|(f, _, _)| f.chars().count() != 1) {
+    if frags.len() < 2 || frags.iter().any(|(f, _)| f.chars().count() != 1) {
         return None;
     }
     let narrowest = frags[1..]
         .iter()
-        .map(|&(_, g, _)| g)
+        .map(|&(_, g)| g)
         .fold(f32::INFINITY, f32::min);
     if narrowest.is_nan() || narrowest <= 0.0 {
         return None;
     }
     let space = (1.3 * narrowest).min(0.4 * size);
     let mut text = String::new();
-    for (i, &(f, g, glyph)) in frags.iter().enumerate() {
-        if i > 0 && (g >= space || glyph) {
+    for (i, &(f, g)) in frags.iter().enumerate() {
+        if i > 0 && g >= space {
             text.push(' ');
         }
         text.push_str(f);
@@ -888,6 +890,31 @@ mod tests {
         }
         let text = render(b.finish(), far());
         assert_eq!(text, "North Buona Vista\nAmerican L t d");
+    }
+
+    #[test]
+    fn letters_set_apart_by_space_glyphs_read_as_pdftotext_reads_them() {
+        // A font sample: letters each followed by a space glyph (0.25 em), one wider gap
+        // (0.6 em) between two groups. Every fragment is one letter, so only the wider gap is
+        // a space, as in pdftotext (`Ʋ ʋ ᶹ` → `Ʋʋᶹ`).
+        let mut b = SpanBuilder::default();
+        let mut x = 0.0;
+        for (i, c) in "Ʋʋᶹбгд".chars().enumerate() {
+            if i == 3 {
+                x += 3.5;
+            }
+            b.glyph(x, x + 5.0, 100.0, 10.0, &c.to_string());
+            b.glyph(x + 5.0, x + 7.5, 100.0, 10.0, " ");
+            x += 7.5;
+        }
+        // A line with a longer word keeps its space glyphs as spaces.
+        let x = word(&mut b, 0.0, 80.0, "Sample");
+        b.glyph(x, x + 2.5, 80.0, 10.0, " ");
+        let x = word(&mut b, x + 2.5, 80.0, "a");
+        b.glyph(x, x + 2.5, 80.0, 10.0, " ");
+        word(&mut b, x + 2.5, 80.0, "b");
+        let text = render(b.finish(), far());
+        assert_eq!(text, "Ʋʋᶹ бгд\nSample a b");
     }
 
     #[test]
