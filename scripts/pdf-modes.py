@@ -96,6 +96,17 @@ def page_objs(content_ref, resources, extra=""):
 HELV = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
 
 
+def helvetica_page(content):
+    """The objects of a one-page file whose content stream draws `content` in Helvetica (F1)."""
+    return [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content, compress=True),
+        HELV,
+    ]
+
+
 def coded(text):
     """Distinct characters of `text` numbered from 1: (code of each char, (code, char) pairs)."""
     table = {}
@@ -581,13 +592,7 @@ def truetype_cmap_aliases():
 #     no word break, as pdftotext reads it; a space the pen moves past still is one.
 def space_backed_out():
     content = "BT /F1 12 Tf 72 720 Td [(book) ( ) 278 (keeper) ( ) (day)] TJ ET\n"
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content, compress=True),
-        HELV,
-    ]
+    objs = helvetica_page(content)
     write("space-backed-out", objs, "bookkeeper day")
 
 
@@ -663,13 +668,7 @@ def bad_content_tokens():
                b"BT /F1 12 Tf > 72 660 Td (Signed by the warehouse clerk) Tj ET } \n"
                b"q 16 0 0 1 72 600 cm BI /W 16 /H 1 /BPC 8 /CS /G ID " + img + b"\nEI Q\n"
                b"BT /F1 12 Tf 72 640 Td (Received in good order) Tj ET\n")
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content, compress=True),
-        HELV,
-    ]
+    objs = helvetica_page(content)
     write("bad-content-tokens", objs,
           "Shipping notice for order 5521\nCarrier North Freight\nParcels 1.2.3 sealed\n"
           "Signed by the warehouse clerk\nReceived in good order")
@@ -861,13 +860,7 @@ def off_baseline():
                "BT /F1 12 Tf 72 700 Td (x) Tj /F1 8 Tf 5 Ts [-60 (2)] TJ "
                "/F1 12 Tf 0 Ts ( grows) Tj ET\n"
                "BT /F1 12 Tf 72 680 Td (we are done) Tj /F1 8 Tf 5 Ts (1) Tj ET\n")
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content, compress=True),
-        HELV,
-    ]
+    objs = helvetica_page(content)
     write("off-baseline", objs, "the sequence u n converges,\nx 2 grows\nwe are done1")
 
 
@@ -942,7 +935,7 @@ def optional_content():
 # 27. Text drawn off the page (past the MediaBox: a slug, a title moved out of sight, a page
 #     cropped from a larger one): poppler's `addChar` drops a glyph whose origin and advance
 #     lie outside the page (so a line running past the edge is cut at the edge, as it shows);
-#     we read it. The MediaBox is inherited from the page tree and does
+#     we used to read it. The MediaBox is inherited from the page tree and does
 #     not start at 0 0.
 def off_page():
     content = ("BT /F1 12 Tf 72 720 Td (on the page) Tj ET\n"
@@ -979,13 +972,7 @@ def mirrored():
                "q -1 0 0 1 160 0 cm BT /F1 12 Tf 72 697 Td (E) Tj ET Q\n"
                "BT /F1 12 Tf 88 700 Td (TeX is a TeX engine) Tj ET\n"
                "q -1 0 0 -1 400 900 cm BT /F1 12 Tf 72 500 Td (upside down) Tj ET Q\n")
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content, compress=True),
-        HELV,
-    ]
+    objs = helvetica_page(content)
     write("mirrored", objs, "XETeX is a TeX engine\nupside down")
 
 
@@ -998,13 +985,7 @@ def space_glyph_samples():
     content = ("BT /F1 12 Tf 72 700 Td (A B C  D E F) Tj ET\n"
                "BT /F1 12 Tf 72 680 Td (a b c d) Tj ET\n"
                "BT /F1 12 Tf 72 660 Td (Sample a b c) Tj ET\n")
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content, compress=True),
-        HELV,
-    ]
+    objs = helvetica_page(content)
     write("space-glyph-samples", objs, "ABC DEF\nabcd\nSample a b c")
 
 

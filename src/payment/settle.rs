@@ -179,7 +179,7 @@ impl Stage for Settle {
         ex.slots.put(super::timing::SettleTimes {
             started,
             took: started.elapsed(),
-            charged: charged || paid.resume.is_some(),
+            charged,
         });
         ex.slots.put(Settled {
             outcome,
