@@ -46,7 +46,7 @@ pub fn html_to_markdown_within(
     let base = document_base(&dom, base_url);
     let sel = main_content::select(&dom, meta.title.as_deref());
     let markdown = markdown_writer::render(&dom, &sel.roots, &sel.skip, base.as_ref());
-    let word_count = super::score::tokenize(&markdown_to_text(&markdown)).len();
+    let word_count = super::score::count_tokens(&markdown_to_text(&markdown));
     Ok(MarkdownDoc {
         title: meta.title,
         description: meta.description,
