@@ -26,7 +26,8 @@
 //!   --repeat <n>                extraction rounds for the in-process speed (default 1)
 //!   --no-command                skip the speed through `paycall markdown --out` (batch mode)
 //!   --check-bounds              only check that the lean input the extractor parses (scripts,
-//!                               styles, unread attributes dropped) builds the page's tree
+//!                               styles, unread attributes dropped) builds the page's tree,
+//!                               and that extraction's own tree sink builds scraper's tree
 //! ```
 //!
 //! Quality is scored on `markdown_to_text(markdown)` with the benchmark's own metric (see
@@ -353,6 +354,15 @@ fn run() -> Result<(), String> {
             }
         }
         println!("check-bounds: {bad} of {} pages differ", pages.len());
+        // And the sink extraction parses into must build the tree scraper builds.
+        let mut bad = 0;
+        for p in &pages {
+            if let Some(d) = paycall::doc::markdown::sink_tree_differs(&p.html) {
+                println!("  {}: {d}", p.id);
+                bad += 1;
+            }
+        }
+        println!("check-sink: {bad} of {} pages differ", pages.len());
         return Ok(());
     }
     if let Some(d) = &args.dump {

@@ -1,4 +1,4 @@
-//! A compact, read-only DOM arena built from html5ever's parse (via scraper).
+//! A compact, read-only DOM arena built from html5ever's parse (`super::dom_sink`).
 //!
 //! Nodes are stored in document (pre-)order, so a node's subtree is the contiguous index range
 //! `ix..end[ix]` and every child has a larger index than its parent: bottom-up passes are a
@@ -6,19 +6,19 @@
 
 use scraper::Html;
 
-use super::parse::{parse_document, parse_document_sized, Budget, Refused};
+use super::parse::{parse_dom_sized, Budget, Refused};
 
 /// Index of a node in [`Dom::nodes`].
 pub type Ix = usize;
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Kind {
     Document,
     Element(Elem),
     Text(String),
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Elem {
     /// Lower-case local name (`div`, `p`, `svg`, …).
     pub tag: String,
@@ -40,7 +40,7 @@ impl Elem {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Node {
     pub parent: Option<Ix>,
     pub children: Vec<Ix>,
@@ -49,7 +49,7 @@ pub struct Node {
     pub kind: Kind,
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Dom {
     pub nodes: Vec<Node>,
 }
@@ -58,7 +58,7 @@ impl Dom {
     /// Parses a whole document under `budget` (nodes made, deadline). Call
     /// [`super::input_bounds::bound_input`] first on untrusted input.
     pub fn parse(html: &str, budget: &Budget) -> Result<Dom, Refused> {
-        Ok(Dom::from_html(&parse_document(html, budget)?))
+        parse_dom_sized(html, html.len(), budget)
     }
 
     /// Parses the result of [`super::input_bounds::bound_input_for_text`], its budget counted
@@ -67,14 +67,11 @@ impl Dom {
         bounded: &super::input_bounds::Bounded<'_>,
         budget: &Budget,
     ) -> Result<Dom, Refused> {
-        Ok(Dom::from_html(&parse_document_sized(
-            &bounded.text,
-            bounded.budget_bytes,
-            budget,
-        )?))
+        parse_dom_sized(&bounded.text, bounded.budget_bytes, budget)
     }
 
-    /// The arena of an already parsed tree.
+    /// The arena of a tree scraper parsed: what [`Dom::parse`] must equal
+    /// (`markdown::sink_tree_differs`, the tests of `super::dom_sink`).
     pub fn from_html(parsed: &Html) -> Dom {
         // Names are lower-case already except in foreign content (`foreignObject`).
         let lower = |s: &str| {

@@ -91,6 +91,33 @@ pub fn text_bounds_differ(html: &str) -> Option<String> {
     ))
 }
 
+/// Where the tree extraction builds ([`Dom::parse`], html5ever into `super::dom_sink`)
+/// differs from scraper's tree of the same input copied into the arena (`Dom::from_html`):
+/// `None` when they agree, as they must. Development check (`cargo bench --bench extraction
+/// -- --check-bounds`), on the lean input the extractor parses.
+#[doc(hidden)]
+pub fn sink_tree_differs(html: &str) -> Option<String> {
+    let lean = input_bounds::bound_input_for_text(html).text;
+    let ours = Dom::parse(&lean, &Budget::default()).ok()?;
+    let theirs = Dom::from_html(&scraper::Html::parse_document(&lean));
+    if ours == theirs {
+        return None;
+    }
+    let at = ours
+        .nodes
+        .iter()
+        .zip(&theirs.nodes)
+        .position(|(x, y)| x != y)
+        .unwrap_or(ours.nodes.len().min(theirs.nodes.len()));
+    Some(format!(
+        "node {at} of {}/{}: {:?} vs {:?}",
+        ours.nodes.len(),
+        theirs.nodes.len(),
+        ours.nodes.get(at),
+        theirs.nodes.get(at)
+    ))
+}
+
 /// Each node as (parent's position, description), raw text and unread attributes left out.
 fn canonical_nodes(dom: &Dom) -> Vec<(Option<usize>, String)> {
     use super::dom::Kind;

@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod charset;
 mod dom;
+mod dom_sink;
 pub mod input_bounds;
 mod main_content;
 pub mod markdown;

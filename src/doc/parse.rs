@@ -17,15 +17,17 @@
 //! chunk small by flattening deep nesting and capping open formatting elements.
 
 use std::borrow::Cow;
-use std::cell::{Cell, Ref, RefCell};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Instant;
 
-use ego_tree::NodeId;
 use html5ever::tendril::{StrTendril, TendrilSink};
 use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::{Attribute, QualName};
 use scraper::{Html, HtmlTreeSink};
+
+use super::dom::Dom;
+use super::dom_sink::DomSink;
 
 /// Input fed to the tokenizer at once; the budget and deadline are checked between chunks.
 const CHUNK_BYTES: usize = 8 * 1024;
@@ -122,11 +124,36 @@ pub fn parse_document_sized(
     input_bytes: usize,
     budget: &Budget,
 ) -> Result<Html, Refused> {
+    parse_into(
+        HtmlTreeSink::new(Html::new_document()),
+        html,
+        input_bytes,
+        budget,
+    )
+}
+
+/// [`parse_document_sized`] straight into extraction's [`Dom`] arena (no scraper tree in
+/// between, see `super::dom_sink`), under the same budget.
+pub(super) fn parse_dom_sized(
+    html: &str,
+    input_bytes: usize,
+    budget: &Budget,
+) -> Result<Dom, Refused> {
+    parse_into(DomSink::default(), html, input_bytes, budget)
+}
+
+/// Drives html5ever into `sink`, counted by [`CountingSink`], chunk by chunk.
+fn parse_into<S: TreeSink>(
+    sink: S,
+    html: &str,
+    input_bytes: usize,
+    budget: &Budget,
+) -> Result<S::Output, Refused> {
     if budget.expired() {
         return Err(Refused::Timeout);
     }
     let limit = budget.max_nodes(input_bytes);
-    let sink = CountingSink::new(limit);
+    let sink = CountingSink::new(sink, limit);
     // The tokenizer drops a U+FEFF at the front of *every* feed when `discard_bom` is on, so
     // fed in chunks a page would lose the zero-width no-break spaces that happen to start a
     // chunk. Only the document's own leading one is a byte order mark.
@@ -160,21 +187,22 @@ pub fn parse_document_sized(
     Ok(doc)
 }
 
-/// scraper's sink, counting the nodes it makes and freezing past `limit`.
-struct CountingSink {
-    inner: HtmlTreeSink,
+/// A sink (scraper's, or extraction's [`DomSink`]) counting the nodes it makes and freezing
+/// past `limit`.
+struct CountingSink<S: TreeSink> {
+    inner: S,
     made: Cell<usize>,
     limit: usize,
     frozen: Cell<bool>,
     /// Stand-ins handed out once frozen, one per element name so the tree builder still sees
     /// the names it asked for; never attached to the tree.
-    stand_ins: RefCell<HashMap<QualName, NodeId>>,
+    stand_ins: RefCell<HashMap<QualName, S::Handle>>,
 }
 
-impl CountingSink {
-    fn new(limit: usize) -> Self {
+impl<S: TreeSink> CountingSink<S> {
+    fn new(inner: S, limit: usize) -> Self {
         CountingSink {
-            inner: HtmlTreeSink::new(Html::new_document()),
+            inner,
             made: Cell::new(0),
             limit,
             frozen: Cell::new(false),
@@ -196,22 +224,25 @@ impl CountingSink {
         true
     }
 
-    fn stand_in(&self, name: QualName, flags: ElementFlags) -> NodeId {
+    fn stand_in(&self, name: QualName, flags: ElementFlags) -> S::Handle {
         if let Some(id) = self.stand_ins.borrow().get(&name) {
-            return *id;
+            return id.clone();
         }
         let id = self.inner.create_element(name.clone(), Vec::new(), flags);
-        self.stand_ins.borrow_mut().insert(name, id);
+        self.stand_ins.borrow_mut().insert(name, id.clone());
         id
     }
 }
 
-impl TreeSink for CountingSink {
-    type Handle = NodeId;
-    type Output = (Html, bool);
-    type ElemName<'a> = Ref<'a, QualName>;
+impl<S: TreeSink> TreeSink for CountingSink<S> {
+    type Handle = S::Handle;
+    type Output = (S::Output, bool);
+    type ElemName<'a>
+        = S::ElemName<'a>
+    where
+        S: 'a;
 
-    fn finish(self) -> (Html, bool) {
+    fn finish(self) -> (S::Output, bool) {
         let frozen = self.frozen.get();
         (self.inner.finish(), frozen)
     }
@@ -220,15 +251,20 @@ impl TreeSink for CountingSink {
         self.inner.parse_error(msg)
     }
 
-    fn get_document(&self) -> NodeId {
+    fn get_document(&self) -> S::Handle {
         self.inner.get_document()
     }
 
-    fn elem_name<'a>(&'a self, target: &'a NodeId) -> Ref<'a, QualName> {
+    fn elem_name<'a>(&'a self, target: &'a S::Handle) -> S::ElemName<'a> {
         self.inner.elem_name(target)
     }
 
-    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, flags: ElementFlags) -> NodeId {
+    fn create_element(
+        &self,
+        name: QualName,
+        attrs: Vec<Attribute>,
+        flags: ElementFlags,
+    ) -> S::Handle {
         if self.admit() {
             self.inner.create_element(name, attrs, flags)
         } else {
@@ -236,7 +272,7 @@ impl TreeSink for CountingSink {
         }
     }
 
-    fn create_comment(&self, text: StrTendril) -> NodeId {
+    fn create_comment(&self, text: StrTendril) -> S::Handle {
         if self.admit() {
             self.inner.create_comment(text)
         } else {
@@ -247,7 +283,7 @@ impl TreeSink for CountingSink {
         }
     }
 
-    fn create_pi(&self, target: StrTendril, data: StrTendril) -> NodeId {
+    fn create_pi(&self, target: StrTendril, data: StrTendril) -> S::Handle {
         if self.admit() {
             self.inner.create_pi(target, data)
         } else {
@@ -258,7 +294,7 @@ impl TreeSink for CountingSink {
         }
     }
 
-    fn append(&self, parent: &NodeId, child: NodeOrText<NodeId>) {
+    fn append(&self, parent: &S::Handle, child: NodeOrText<S::Handle>) {
         // A text append may make a node (or grow the last text node): count it either way.
         if matches!(child, NodeOrText::AppendText(_)) && !self.admit() {
             return;
@@ -270,9 +306,9 @@ impl TreeSink for CountingSink {
 
     fn append_based_on_parent_node(
         &self,
-        element: &NodeId,
-        prev_element: &NodeId,
-        child: NodeOrText<NodeId>,
+        element: &S::Handle,
+        prev_element: &S::Handle,
+        child: NodeOrText<S::Handle>,
     ) {
         if matches!(child, NodeOrText::AppendText(_)) && !self.admit() {
             return;
@@ -295,19 +331,19 @@ impl TreeSink for CountingSink {
         }
     }
 
-    fn mark_script_already_started(&self, node: &NodeId) {
+    fn mark_script_already_started(&self, node: &S::Handle) {
         self.inner.mark_script_already_started(node)
     }
 
-    fn pop(&self, node: &NodeId) {
+    fn pop(&self, node: &S::Handle) {
         self.inner.pop(node)
     }
 
-    fn get_template_contents(&self, target: &NodeId) -> NodeId {
+    fn get_template_contents(&self, target: &S::Handle) -> S::Handle {
         self.inner.get_template_contents(target)
     }
 
-    fn same_node(&self, x: &NodeId, y: &NodeId) -> bool {
+    fn same_node(&self, x: &S::Handle, y: &S::Handle) -> bool {
         self.inner.same_node(x, y)
     }
 
@@ -315,7 +351,7 @@ impl TreeSink for CountingSink {
         self.inner.set_quirks_mode(mode)
     }
 
-    fn append_before_sibling(&self, sibling: &NodeId, new_node: NodeOrText<NodeId>) {
+    fn append_before_sibling(&self, sibling: &S::Handle, new_node: NodeOrText<S::Handle>) {
         if matches!(new_node, NodeOrText::AppendText(_)) && !self.admit() {
             return;
         }
@@ -324,7 +360,7 @@ impl TreeSink for CountingSink {
         }
     }
 
-    fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {
+    fn add_attrs_if_missing(&self, target: &S::Handle, attrs: Vec<Attribute>) {
         if !self.frozen.get() {
             self.inner.add_attrs_if_missing(target, attrs)
         }
@@ -332,38 +368,38 @@ impl TreeSink for CountingSink {
 
     fn associate_with_form(
         &self,
-        target: &NodeId,
-        form: &NodeId,
-        nodes: (&NodeId, Option<&NodeId>),
+        target: &S::Handle,
+        form: &S::Handle,
+        nodes: (&S::Handle, Option<&S::Handle>),
     ) {
         self.inner.associate_with_form(target, form, nodes)
     }
 
-    fn remove_from_parent(&self, target: &NodeId) {
+    fn remove_from_parent(&self, target: &S::Handle) {
         if !self.frozen.get() {
             self.inner.remove_from_parent(target)
         }
     }
 
-    fn reparent_children(&self, node: &NodeId, new_parent: &NodeId) {
+    fn reparent_children(&self, node: &S::Handle, new_parent: &S::Handle) {
         if !self.frozen.get() {
             self.inner.reparent_children(node, new_parent)
         }
     }
 
-    fn is_mathml_annotation_xml_integration_point(&self, handle: &NodeId) -> bool {
+    fn is_mathml_annotation_xml_integration_point(&self, handle: &S::Handle) -> bool {
         self.inner
             .is_mathml_annotation_xml_integration_point(handle)
     }
 
-    fn allow_declarative_shadow_roots(&self, intended_parent: &NodeId) -> bool {
+    fn allow_declarative_shadow_roots(&self, intended_parent: &S::Handle) -> bool {
         self.inner.allow_declarative_shadow_roots(intended_parent)
     }
 
     fn attach_declarative_shadow(
         &self,
-        location: &NodeId,
-        template: &NodeId,
+        location: &S::Handle,
+        template: &S::Handle,
         attrs: &[Attribute],
     ) -> bool {
         !self.frozen.get()
@@ -372,7 +408,7 @@ impl TreeSink for CountingSink {
                 .attach_declarative_shadow(location, template, attrs)
     }
 
-    fn maybe_clone_an_option_into_selectedcontent(&self, option: &NodeId) {
+    fn maybe_clone_an_option_into_selectedcontent(&self, option: &S::Handle) {
         if !self.frozen.get() {
             self.inner
                 .maybe_clone_an_option_into_selectedcontent(option)
