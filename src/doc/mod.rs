@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod charset;
+mod dateline;
 mod dom;
 pub mod input_bounds;
 mod main_content;
