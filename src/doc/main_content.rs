@@ -964,24 +964,9 @@ impl<'a> Pass<'a> {
             if dom.elem(s).is_none() {
                 continue;
             }
-            // A notice or a subscription box after the article is no prose sibling of it
-            // (`boxes`: Mediapart's `p.notice` below the post), nor are reader comments
-            // (`commentlist`: slate.fr's `article_footer_comments`), nor an error-report box
-            // (`ctrlenter`), however well they score.
-            if s > top && {
-                let ci = class_id(dom, s);
-                let r = regexes();
-                ci.len() > 1
-                    && ((!off("boxes") && (r.notice.is_match(&ci) || r.boxes.is_match(&ci)))
-                        || (!off("commentlist")
-                            && r.comment_section.is_match(&ci)
-                            && is_reader_comments(dom, s)))
-                    || (!off("ctrlenter")
-                        && self.stat[s].len < 400
-                        && r.ctrl_enter.is_match(&dom.raw_text(s)))
-            } {
-                continue;
-            }
+            // Boxes, reader comments and error-report boxes that score as siblings are let in
+            // here and dropped in `clean`, which judges every joined root like the article's
+            // own blocks (`rootclean`; the one-off sibling checks it replaced changed no page).
             let mut bonus = 0.0;
             if !top_class.is_empty() && dom.attr(s, "class") == Some(top_class) {
                 bonus += top_score * 0.2;
