@@ -1567,6 +1567,11 @@ impl<'a> Pass<'a> {
         }) {
             return false;
         }
+        // An embedded post (a tweet quoted by the article) is content whatever its wrapper's
+        // class: `div.social-media-embed` weighs -25 and went with the negative-class rule.
+        if st.len < 2000 && !off("embedclass") && holds_embed(dom, ix) {
+            return false;
+        }
         let weight = class_weight(dom, ix);
         // Readability: a negative class weight condemns a block unless its paragraphs outweigh it.
         // (Here only when they carry half the best candidate's score: the article itself.)
@@ -1584,7 +1589,7 @@ impl<'a> Pass<'a> {
         if st.ptext >= 200 && st.ptext * 2 >= root_ptext {
             return false;
         }
-        if st.commas >= 10 || (st.len < 2000 && holds_embed(dom, ix)) {
+        if st.commas >= 10 || (off("embedclass") && st.len < 2000 && holds_embed(dom, ix)) {
             return false;
         }
         let p = st.p as f64;
@@ -2047,6 +2052,19 @@ mod tests {
     #[test]
     fn unseen_page_layouts_keep_their_main_text() {
         let cases: &[(&str, &str, &[&str], &[&str])] = &[
+            (
+                // `embedclass`: tweets the article quotes, in wrappers whose class weighs
+                // negative (`social-media-embed`), are its text.
+                "de-social-embed",
+                include_str!("../../fixtures/pages/recall/de-social-embed.html"),
+                &[
+                    "ihre neue Tourismuskampagne nach nur drei Tagen",
+                    "Wer hat sich diesen Slogan bitte ausgedacht?",
+                    "Ziel erreicht, würde ich sagen.",
+                    "eine neue Ausschreibung zu starten",
+                ],
+                &["Alle Rechte vorbehalten", "Lokales"],
+            ),
             (
                 // `dateline`: publication and update lines inside the article body, without
                 // a class that names them; a prose paragraph that starts like one stays.
