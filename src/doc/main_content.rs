@@ -6,6 +6,7 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
+use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -112,7 +113,7 @@ struct Regexes {
     teaser_label: Regex,
     /// Calls to action: newsletters, subscriptions, app downloads.
     cta: Regex,
-    /// Short lines that are a byline or a dateline.
+    /// Short lines that are a byline ("By Jane Doe, Reuters"); date lines: `dateline`.
     byline_text: Regex,
     /// End markers that open a comment section (the article does not resume after one).
     comment_marker: Regex,
@@ -182,7 +183,7 @@ fn regexes() -> &'static Regexes {
                 r"\b(sign up (for|to)|subscribe (to|now|today|for)|our (free )?(daily |weekly )?newsletter|newsletters?\b.{0,40}\b(inbox|delivered)|get (breaking )?news alerts|download (our|the) (free )?app|follow us on|click here to|get access to|have a (news )?tip\b|(may|can) be reached at|join (our|the) .{0,30}(forum|community|list))",
             ),
             byline_text: re(
-                r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$)|(updated|published|posted|last (updated|modified)|atualizado|publicado|aktualisiert|veröffentlicht|mis à jour|publié)\b)",
+                r"^\W*((by|por|von|par|di|door|av|af)\s+\p{Lu}[\p{L}.'’-]*(\s+\p{Lu}[\p{L}.'’-]*){0,3}\s*(,|-|–|—|\||and|$))",
             ),
             comment_marker: re(
                 r"comment|komment|koment|coment|reacti|reply|replies|коммент|have your say|tell us|join the|تعليق|评论|留言|コメント",
@@ -963,24 +964,9 @@ impl<'a> Pass<'a> {
             if dom.elem(s).is_none() {
                 continue;
             }
-            // A notice or a subscription box after the article is no prose sibling of it
-            // (`boxes`: Mediapart's `p.notice` below the post), nor are reader comments
-            // (`commentlist`: slate.fr's `article_footer_comments`), nor an error-report box
-            // (`ctrlenter`), however well they score.
-            if s > top && {
-                let ci = class_id(dom, s);
-                let r = regexes();
-                ci.len() > 1
-                    && ((!off("boxes") && (r.notice.is_match(&ci) || r.boxes.is_match(&ci)))
-                        || (!off("commentlist")
-                            && r.comment_section.is_match(&ci)
-                            && is_reader_comments(dom, s)))
-                    || (!off("ctrlenter")
-                        && self.stat[s].len < 400
-                        && r.ctrl_enter.is_match(&dom.raw_text(s)))
-            } {
-                continue;
-            }
+            // Boxes, reader comments and error-report boxes that score as siblings are let in
+            // here and dropped in `clean`, which judges every joined root like the article's
+            // own blocks (`rootclean`; the one-off sibling checks it replaced changed no page).
             let mut bonus = 0.0;
             if !top_class.is_empty() && dom.attr(s, "class") == Some(top_class) {
                 bonus += top_score * 0.2;
@@ -1459,13 +1445,17 @@ impl<'a> Pass<'a> {
                 && st.ptext * 2 < root_ptext.max(1)
                 && (tag == "p" || !self.has_block_child(ix))
         };
+        // Bylines, and date, update or source lines in many languages (`dateline`).
         let byline = || {
             matches!(tag, "p" | "div" | "span" | "small" | "em" | "i")
                 && st.len < 80
                 && !off("bylinetext")
                 && (tag == "p" || !self.has_block_child(ix))
-                && r.byline_text
-                    .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+                && {
+                    let text = collapse_ws(&dom.raw_text(ix));
+                    let text = text.trim();
+                    r.byline_text.is_match(text) || (!off("dateline") && is_dateline(text))
+                }
         };
         let legal = || {
             matches!(tag, "p" | "div" | "small")
@@ -1577,6 +1567,11 @@ impl<'a> Pass<'a> {
         }) {
             return false;
         }
+        // An embedded post (a tweet quoted by the article) is content whatever its wrapper's
+        // class: `div.social-media-embed` weighs -25 and went with the negative-class rule.
+        if st.len < 2000 && !off("embedclass") && holds_embed(dom, ix) {
+            return false;
+        }
         let weight = class_weight(dom, ix);
         // Readability: a negative class weight condemns a block unless its paragraphs outweigh it.
         // (Here only when they carry half the best candidate's score: the article itself.)
@@ -1594,7 +1589,7 @@ impl<'a> Pass<'a> {
         if st.ptext >= 200 && st.ptext * 2 >= root_ptext {
             return false;
         }
-        if st.commas >= 10 || (st.len < 2000 && holds_embed(dom, ix)) {
+        if st.commas >= 10 || (off("embedclass") && st.len < 2000 && holds_embed(dom, ix)) {
             return false;
         }
         let p = st.p as f64;
@@ -2057,6 +2052,61 @@ mod tests {
     #[test]
     fn unseen_page_layouts_keep_their_main_text() {
         let cases: &[(&str, &str, &[&str], &[&str])] = &[
+            (
+                // `embedclass`: tweets the article quotes, in wrappers whose class weighs
+                // negative (`social-media-embed`), are its text.
+                "de-social-embed",
+                include_str!("../../fixtures/pages/recall/de-social-embed.html"),
+                &[
+                    "ihre neue Tourismuskampagne nach nur drei Tagen",
+                    "Wer hat sich diesen Slogan bitte ausgedacht?",
+                    "Ziel erreicht, würde ich sagen.",
+                    "eine neue Ausschreibung zu starten",
+                ],
+                &["Alle Rechte vorbehalten", "Lokales"],
+            ),
+            (
+                // `dateline`: publication and update lines inside the article body, without
+                // a class that names them; a prose paragraph that starts like one stays.
+                "ar-dateline",
+                include_str!("../../fixtures/pages/recall/ar-dateline.html"),
+                &[
+                    "افتتحت وزارة المياه والري",
+                    "نشر في الصحيفة الرسمية قرار تخصيص الأرض",
+                    "خلال الأسابيع المقبلة",
+                ],
+                &["نشر في:", "آخر تحديث", "جميع الحقوق محفوظة"],
+            ),
+            (
+                // `dateline`: source, date and editor lines of a Chinese news page; an
+                // event's "时间：… 地点：…" line is the article's.
+                "zh-source-line",
+                include_str!("../../fixtures/pages/recall/zh-source-line.html"),
+                &[
+                    "本市将于下月起新增三条公交线路",
+                    "时间：2026年4月1日",
+                    "欢迎市民通过热线电话提出意见和建议",
+                ],
+                &["来源：", "发布时间", "更新时间", "责任编辑", "备案号"],
+            ),
+            (
+                // `dateline`: "Veröffentlicht am …", "Zuletzt aktualisiert: …", "Stand: …";
+                // "Veröffentlicht wurde die Richtlinie …" is a sentence of the article (the
+                // old byline rule dropped it).
+                "de-stand-dateline",
+                include_str!("../../fixtures/pages/recall/de-stand-dateline.html"),
+                &[
+                    "fördert ab April die Gründung",
+                    "Veröffentlicht wurde die Richtlinie 2026 im Amtsblatt.",
+                    "die erste Frist endet am 30. Juni",
+                ],
+                &[
+                    "Veröffentlicht am",
+                    "Zuletzt aktualisiert",
+                    "Stand:",
+                    "Impressum",
+                ],
+            ),
             (
                 // `rootclean`: a photo credit and a byline beside the article body join it as
                 // prose siblings; they are cleaned like the article's own furniture.

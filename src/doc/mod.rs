@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod charset;
+mod dateline;
 mod dom;
 mod dom_sink;
 pub mod input_bounds;
