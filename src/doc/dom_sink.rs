@@ -155,7 +155,7 @@ impl DomSink {
         // child so that the subtree is laid out first.
         let mut stack = vec![(0, None::<Ix>)];
         while let Some((r, parent)) = stack.pop() {
-            let first_child = raw[r].first_child;
+            let last_child = raw[r].last_child;
             let kind = match std::mem::replace(&mut raw[r].kind, RawKind::Other) {
                 RawKind::Document | RawKind::Fragment => Kind::Document,
                 RawKind::Element(name, mut attrs) => {
@@ -174,23 +174,23 @@ impl DomSink {
                 RawKind::Other => continue,
             };
             let ix = nodes.len();
-            nodes.push(Node {
-                parent,
-                children: Vec::new(),
-                end: ix + 1,
-                kind,
-            });
             if let Some(p) = parent {
                 nodes[p].children.push(ix);
             }
-            // Children in reverse, so that they pop in order.
-            let mut kids = Vec::new();
-            let mut kid = first_child;
+            // Children pushed last to first, so that they pop in order.
+            let before = stack.len();
+            let mut kid = last_child;
             while let Some(c) = kid {
-                kids.push(c);
-                kid = raw[c].next;
+                stack.push((c, Some(ix)));
+                kid = raw[c].prev;
             }
-            stack.extend(kids.into_iter().rev().map(|c| (c, Some(ix))));
+            nodes.push(Node {
+                parent,
+                // Comments among them are skipped later: at most a little room too much.
+                children: Vec::with_capacity(stack.len() - before),
+                end: ix + 1,
+                kind,
+            });
         }
         for ix in (0..nodes.len()).rev() {
             if let Some(&last) = nodes[ix].children.last() {
