@@ -245,7 +245,11 @@ impl SpanBuilder {
         if let Some(s) = self.cur.as_mut() {
             let gap = x0 - s.x1;
             let same_line = (y - s.y).abs() < 0.3 * s.size.min(size).max(0.5);
-            if same_line && gap > -0.5 * s.size && gap < 0.5 * s.size {
+            if same_line
+                && gap > -0.5 * s.size
+                && gap < 0.5 * s.size
+                && !stepped_back(s.last_x0, gap, x1, s.size, text)
+            {
                 if blank {
                     if !text.is_empty() {
                         s.pending_space.get_or_insert(x0);
@@ -378,6 +382,18 @@ impl SpanBuilder {
 /// u with the index n; issue 15: maths in exam forms and TeX documents read `un`, `k1v`).
 fn off_baseline(py: f32, psize: f32, y: f32, size: f32) -> bool {
     (y - py).abs() > 0.5 || (size - psize).abs() > 0.01 * size.max(psize)
+}
+
+/// Whether a glyph ending at `x1` was drawn back to the left of the last glyph (whose origin
+/// is `last_x0`), overlapping the span's end by more than 0.2 em (`gap` < -0.2 `size`,
+/// poppler's `minDupBreakOverlap`): a span's text is in visual order, so such a glyph cannot
+/// be appended to it and starts a span of its own, which the line puts in its place by x.
+/// LuaTeX draws right-to-left words in logical order, moving the pen left with TJ offsets,
+/// and kerns a letter a hair into the one before it (issue 15: texnegar's `تابی` read `تبای`,
+/// the ب appended after the ا it was drawn left of). A nonspacing mark drawn back over its
+/// letter is not such a glyph: it stays with its letter.
+fn stepped_back(last_x0: f32, gap: f32, x1: f32, size: f32, text: &str) -> bool {
+    gap < -0.2 * size && x1 <= last_x0 + 0.05 * size && !is_mark(text)
 }
 
 /// A nonspacing mark (a combining accent, an Arabic or Hebrew vowel sign).
@@ -1141,6 +1157,27 @@ mod tests {
             visual("we say םכל םולש now"),
             "we say \u{202B}שלום לכם\u{202C} now"
         );
+    }
+
+    #[test]
+    fn letters_drawn_right_to_left_in_logical_order_read_in_logical_order() {
+        // LuaTeX draws تابی from the right, pen moving left, each letter kerned a hair into
+        // the one before it: ت, then ا left of it, then ب left of ا (overlapping it by 0.03),
+        // then ی. Each glyph drawn back to the left stands by x, not after the last one.
+        let mut b = SpanBuilder::default();
+        let size = 44.8;
+        b.glyph(279.96, 293.56, 500.0, size, "ﺗ");
+        b.glyph(270.20, 279.96, 500.0, size, "ﺎ");
+        b.glyph(257.77, 270.23, 500.0, size, "ﺑ");
+        b.glyph(226.47, 257.75, 500.0, size, "ﯽ");
+        let text = render(b.finish(), far());
+        assert_eq!(text.trim(), "ﺗﺎﺑﯽ");
+        // A mark drawn back to its letter's left edge stays with the letter.
+        let mut b = SpanBuilder::default();
+        b.glyph(100.0, 110.0, 500.0, 10.0, "e");
+        b.glyph(99.0, 100.0, 500.0, 10.0, "\u{0301}");
+        b.glyph(110.0, 120.0, 500.0, 10.0, "x");
+        assert_eq!(render(b.finish(), far()).trim(), "e\u{0301}x");
     }
 
     #[test]
