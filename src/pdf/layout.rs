@@ -6,7 +6,9 @@
 //!    one space (TJ offsets and word positioning included, since only the geometry counts),
 //!    except in a letter-spaced line (`letter_spaced`). A glyph off the last one's baseline
 //!    or at another size (an index, an exponent) is a word from 0.03 em on, as poppler's
-//!    words are (`off_baseline`); a vowel sign or accent (a nonspacing mark) never is.
+//!    words are (`off_baseline`); a vowel sign or accent (a nonspacing mark) never is. A
+//!    glyph drawn back to the left of the last one starts a span of its own (`stepped_back`),
+//!    since a span's text is in visual order.
 //! 2. Spans are ordered by a recursive cut: a vertical strip free of text across the whole
 //!    region (a gutter) splits it into columns, read left then right; otherwise the region is cut
 //!    into line bands top to bottom, consecutive bands that share a free strip are grouped (a
@@ -335,14 +337,18 @@ impl SpanBuilder {
             s.text.truncate(trimmed);
             // A word drawn twice at (almost) the same place ("fake bold", or the same text
             // drawn again later in the page: issue 15's exam paper draws its rotated margin
-            // twice) is kept once, as poppler drops duplicated text page-wide.
+            // twice) is kept once, as poppler drops duplicated text page-wide: both ends
+            // within 0.1 em (`dupMaxPriDelta`), the baseline within 0.2 em. Two like glyphs
+            // side by side are not a copy: LuaTeX stretches Persian words with tatweels
+            // (`ـ`) 0.2 em apart, which a wider tolerance (0.3 em from the start) read as one.
             if s.text.is_empty() {
                 return;
             }
             let same = |p: &Span| {
                 p.text == s.text
                     && (p.y - s.y).abs() < 0.2 * s.size
-                    && (p.x0 - s.x0).abs() < 0.3 * s.size
+                    && (p.x0 - s.x0).abs() < 0.1 * s.size
+                    && (p.x1 - s.x1).abs() < 0.1 * s.size
             };
             let (h, row) = place_key(&s.text, s.y);
             let r = rows(s.size);
@@ -1136,6 +1142,17 @@ mod tests {
     }
 
     #[test]
+    fn like_glyphs_side_by_side_are_not_a_copy() {
+        // LuaTeX's kashida: two tatweels drawn right to left, each its own span, 0.2 em apart.
+        let mut b = SpanBuilder::default();
+        b.glyph(196.45, 205.31, 500.0, 44.8, "ـ");
+        b.flush();
+        b.glyph(187.56, 196.43, 500.0, 44.8, "ـ");
+        b.flush();
+        assert_eq!(render(b.finish(), far()).trim(), "ــ");
+    }
+
+    #[test]
     fn right_to_left_lines_come_back_in_logical_order() {
         let visual = |s: &str| logical_order(s.to_string());
         // Runs of the other direction come between embedding marks, as pdftotext writes
@@ -1174,9 +1191,9 @@ mod tests {
         assert_eq!(text.trim(), "ﺗﺎﺑﯽ");
         // A mark drawn back to its letter's left edge stays with the letter.
         let mut b = SpanBuilder::default();
-        b.glyph(100.0, 110.0, 500.0, 10.0, "e");
-        b.glyph(99.0, 100.0, 500.0, 10.0, "\u{0301}");
-        b.glyph(110.0, 120.0, 500.0, 10.0, "x");
+        b.glyph(100.0, 104.0, 500.0, 10.0, "e");
+        b.glyph(99.5, 100.0, 500.0, 10.0, "\u{0301}");
+        b.glyph(104.0, 108.0, 500.0, 10.0, "x");
         assert_eq!(render(b.finish(), far()).trim(), "e\u{0301}x");
     }
 
