@@ -16,12 +16,20 @@
 //! pdf_oxide and pdf-extract), so no other PDF crate enters the service's build. The closing
 //! summary gives, per reader over the files scored against pdftotext, the mean recall and
 //! precision per document, the word-weighted recall, the files with no text (errors; ours
-//! would be a 422), the files below 0.97 and the total time.
+//! would be a 422), the files below 0.97 and the total time. Against pdftotext each document is
+//! also scored page by page (`support/pdf_pages.rs`: pdftotext ends each page with a form
+//! feed, we join ours with one): the row's `pages` column is the mean recall and precision
+//! over the document's pages, and the summary gives that mean over documents, the figures
+//! over all pages of the set, the pages below 0.97 and the documents whose page counts differ.
 //!
 //! `--aggregate-only` (for a held-out set: `-- --aggregate-only fixtures/pdf/realworld/held3`)
 //! prints no file's name, row or figure, only the closing totals (mean recall and precision,
 //! word-weighted recall and precision, the number of errors and of files below 0.97, the time
-//! ratio), so scoring a held-out set shows nothing to tune on; `PDF_BENCH_DUMP` is ignored.
+//! ratio, and the page-by-page totals), so scoring a held-out set shows nothing to tune on;
+//! `PDF_BENCH_DUMP` is ignored.
+
+#[path = "support/pdf_pages.rs"]
+mod pdf_pages;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -234,6 +242,17 @@ struct Tally {
     errors: Vec<String>,
     below: Vec<String>,
     time: Duration,
+    /// Page by page: documents with a page scored, the sums of their per-page means, the
+    /// pages scored over the set and the sums of their figures, pages below 0.97, and the
+    /// documents whose page counts differ from pdftotext's.
+    page_docs: usize,
+    page_doc_recall: f64,
+    page_doc_precision: f64,
+    pages: usize,
+    page_recall: f64,
+    page_precision: f64,
+    pages_below: usize,
+    page_count_differs: usize,
 }
 
 impl Tally {
@@ -255,6 +274,40 @@ impl Tally {
             }
             None => self.errors.push(name.to_string()),
         }
+    }
+
+    fn add_pages(&mut self, s: &pdf_pages::PageScores) {
+        if let Some((r, p)) = s.mean() {
+            self.page_docs += 1;
+            self.page_doc_recall += r;
+            self.page_doc_precision += p;
+        }
+        for &(r, p) in &s.pages {
+            self.pages += 1;
+            self.page_recall += r;
+            self.page_precision += p;
+            if r < 0.97 || p < 0.97 {
+                self.pages_below += 1;
+            }
+        }
+        if s.count_differs {
+            self.page_count_differs += 1;
+        }
+    }
+
+    fn page_line(&self, reader: &str) -> String {
+        let (d, n) = (self.page_docs.max(1) as f64, self.pages.max(1) as f64);
+        format!(
+            "{reader:<10} per page: documents {:>3}  mean recall {:.3}  mean precision {:.3}  |  all {} pages: mean recall {:.3}  mean precision {:.3}  below 0.97 {}  |  page count differs {}",
+            self.page_docs,
+            self.page_doc_recall / d,
+            self.page_doc_precision / d,
+            self.pages,
+            self.page_recall / n,
+            self.page_precision / n,
+            self.pages_below,
+            self.page_count_differs
+        )
     }
 
     fn line(&self, reader: &str, p2t: Duration) -> String {
@@ -400,6 +453,19 @@ fn main() {
         if kind == "p2t" {
             p2t_scored += t_p2t;
             tally_ours.add(&name, rw.len(), rp(&our_text), t_ours);
+            if let Ok(text) = &our_text {
+                let per_page = pdf_pages::score_pages(
+                    &reference,
+                    text,
+                    |r, g| recall_precision(&words(r), &words(g)),
+                    |p| words(p).is_empty(),
+                );
+                tally_ours.add_pages(&per_page);
+                row += &match per_page.mean() {
+                    Some((r, p)) => format!(" | pages {r:.3} {p:.3}"),
+                    None => " | pages -".to_string(),
+                };
+            }
         }
         for (o, tally) in others.iter().zip(tally_others.iter_mut()) {
             let (text, t) = timed(runs, || run_other(o, &path));
@@ -431,6 +497,7 @@ fn main() {
             tally_ours.files
         );
         println!("{}", tally_ours.line("paycall", p2t_scored));
+        println!("{}", tally_ours.page_line("paycall"));
         for (o, t) in others.iter().zip(&tally_others) {
             println!("{}", t.line(&o.name, p2t_scored));
         }

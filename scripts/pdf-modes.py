@@ -989,6 +989,45 @@ def space_glyph_samples():
     write("space-glyph-samples", objs, "ABC DEF\nabcd\nSample a b c")
 
 
+# 30. Right-to-left words drawn in logical order by one TJ (LuaTeX, texnegar's Persian): the
+#     first letter at the right, each next one placed left of it by a TJ offset and kerned a
+#     hair (0.01 em) into it; narrow letters (alef, beh) and the kashida's tatweels, two side
+#     by side. We appended a glyph drawn back to the left of the last one to its span as if
+#     it followed it (`تبای` for `تابی`), and took two tatweels 0.2 em apart for one drawn
+#     twice. Read as poppler reads them: by x, then put back in logical order.
+def rtl_logical_kerned():
+    lines = ["تابی چاپی", "تلاشهــایی کتابهایی"]
+    codes, pairs = coded("".join(lines).replace(" ", ""))
+    table = dict((ch, c) for c, ch in pairs)
+    narrow = {"ا": 200, "ب": 250, "پ": 250, "ـ": 200}
+    width = lambda ch: narrow.get(ch, 500)
+    widths = " ".join("%d [%d]" % (c, width(ch)) for c, ch in pairs)
+    content = "BT /F1 40 Tf\n"
+    for y, line in ((700, lines[0]), (640, lines[1])):
+        glyphs = line.replace(" ", "")
+        starts = [i for i, ch in enumerate(line) if ch == " "]
+        # A word space: the pen moves a further 0.3 em.
+        spaced = set(i - n for n, i in enumerate(starts))
+        tj = ""
+        for i, ch in enumerate(glyphs):
+            tj += hex2([table[ch]])
+            if i + 1 < len(glyphs):
+                move = width(ch) + width(glyphs[i + 1]) - 10
+                tj += " %d " % (move + (300 if i + 1 in spaced else 0))
+        content += "1 0 0 1 %.1f %d Tm [%s] TJ\n" % (500 - width(glyphs[0]) * 0.04, y, tj)
+    content += "ET\n"
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content.encode("latin-1"), compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /XKayhan /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /XKayhan /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 500 /W [%s] >>" % widths,
+        stream(tounicode(pairs), compress=True),
+    ]
+    write("rtl-logical-kerned", objs, "\n".join(lines))
+
+
 indirect_filter()
 identity_name()
 cmaps()
@@ -1018,4 +1057,5 @@ optional_content()
 off_page()
 mirrored()
 space_glyph_samples()
+rtl_logical_kerned()
 print("wrote", OUT)

@@ -6,7 +6,9 @@
 //!    one space (TJ offsets and word positioning included, since only the geometry counts),
 //!    except in a letter-spaced line (`letter_spaced`). A glyph off the last one's baseline
 //!    or at another size (an index, an exponent) is a word from 0.03 em on, as poppler's
-//!    words are (`off_baseline`); a vowel sign or accent (a nonspacing mark) never is.
+//!    words are (`off_baseline`); a vowel sign or accent (a nonspacing mark) never is. A
+//!    glyph drawn back to the left of the last one starts a span of its own (`stepped_back`),
+//!    since a span's text is in visual order.
 //! 2. Spans are ordered by a recursive cut: a vertical strip free of text across the whole
 //!    region (a gutter) splits it into columns, read left then right; otherwise the region is cut
 //!    into line bands top to bottom, consecutive bands that share a free strip are grouped (a
@@ -245,7 +247,11 @@ impl SpanBuilder {
         if let Some(s) = self.cur.as_mut() {
             let gap = x0 - s.x1;
             let same_line = (y - s.y).abs() < 0.3 * s.size.min(size).max(0.5);
-            if same_line && gap > -0.5 * s.size && gap < 0.5 * s.size {
+            if same_line
+                && gap > -0.5 * s.size
+                && gap < 0.5 * s.size
+                && !stepped_back(s.last_x0, gap, x1, s.size, text)
+            {
                 if blank {
                     if !text.is_empty() {
                         s.pending_space.get_or_insert(x0);
@@ -331,14 +337,18 @@ impl SpanBuilder {
             s.text.truncate(trimmed);
             // A word drawn twice at (almost) the same place ("fake bold", or the same text
             // drawn again later in the page: issue 15's exam paper draws its rotated margin
-            // twice) is kept once, as poppler drops duplicated text page-wide.
+            // twice) is kept once, as poppler drops duplicated text page-wide: both ends
+            // within 0.1 em (`dupMaxPriDelta`), the baseline within 0.2 em. Two like glyphs
+            // side by side are not a copy: LuaTeX stretches Persian words with tatweels
+            // (`ـ`) 0.2 em apart, which a wider tolerance (0.3 em from the start) read as one.
             if s.text.is_empty() {
                 return;
             }
             let same = |p: &Span| {
                 p.text == s.text
                     && (p.y - s.y).abs() < 0.2 * s.size
-                    && (p.x0 - s.x0).abs() < 0.3 * s.size
+                    && (p.x0 - s.x0).abs() < 0.1 * s.size
+                    && (p.x1 - s.x1).abs() < 0.1 * s.size
             };
             let (h, row) = place_key(&s.text, s.y);
             let r = rows(s.size);
@@ -378,6 +388,18 @@ impl SpanBuilder {
 /// u with the index n; issue 15: maths in exam forms and TeX documents read `un`, `k1v`).
 fn off_baseline(py: f32, psize: f32, y: f32, size: f32) -> bool {
     (y - py).abs() > 0.5 || (size - psize).abs() > 0.01 * size.max(psize)
+}
+
+/// Whether a glyph ending at `x1` was drawn back to the left of the last glyph (whose origin
+/// is `last_x0`), overlapping the span's end by more than 0.2 em (`gap` < -0.2 `size`,
+/// poppler's `minDupBreakOverlap`): a span's text is in visual order, so such a glyph cannot
+/// be appended to it and starts a span of its own, which the line puts in its place by x.
+/// LuaTeX draws right-to-left words in logical order, moving the pen left with TJ offsets,
+/// and kerns a letter a hair into the one before it (issue 15: texnegar's `تابی` read `تبای`,
+/// the ب appended after the ا it was drawn left of). A nonspacing mark drawn back over its
+/// letter is not such a glyph: it stays with its letter.
+fn stepped_back(last_x0: f32, gap: f32, x1: f32, size: f32, text: &str) -> bool {
+    gap < -0.2 * size && x1 <= last_x0 + 0.05 * size && !is_mark(text)
 }
 
 /// A nonspacing mark (a combining accent, an Arabic or Hebrew vowel sign).
@@ -1120,6 +1142,17 @@ mod tests {
     }
 
     #[test]
+    fn like_glyphs_side_by_side_are_not_a_copy() {
+        // LuaTeX's kashida: two tatweels drawn right to left, each its own span, 0.2 em apart.
+        let mut b = SpanBuilder::default();
+        b.glyph(196.45, 205.31, 500.0, 44.8, "ـ");
+        b.flush();
+        b.glyph(187.56, 196.43, 500.0, 44.8, "ـ");
+        b.flush();
+        assert_eq!(render(b.finish(), far()).trim(), "ــ");
+    }
+
+    #[test]
     fn right_to_left_lines_come_back_in_logical_order() {
         let visual = |s: &str| logical_order(s.to_string());
         // Runs of the other direction come between embedding marks, as pdftotext writes
@@ -1141,6 +1174,27 @@ mod tests {
             visual("we say םכל םולש now"),
             "we say \u{202B}שלום לכם\u{202C} now"
         );
+    }
+
+    #[test]
+    fn letters_drawn_right_to_left_in_logical_order_read_in_logical_order() {
+        // LuaTeX draws تابی from the right, pen moving left, each letter kerned a hair into
+        // the one before it: ت, then ا left of it, then ب left of ا (overlapping it by 0.03),
+        // then ی. Each glyph drawn back to the left stands by x, not after the last one.
+        let mut b = SpanBuilder::default();
+        let size = 44.8;
+        b.glyph(279.96, 293.56, 500.0, size, "ﺗ");
+        b.glyph(270.20, 279.96, 500.0, size, "ﺎ");
+        b.glyph(257.77, 270.23, 500.0, size, "ﺑ");
+        b.glyph(226.47, 257.75, 500.0, size, "ﯽ");
+        let text = render(b.finish(), far());
+        assert_eq!(text.trim(), "ﺗﺎﺑﯽ");
+        // A mark drawn back to its letter's left edge stays with the letter.
+        let mut b = SpanBuilder::default();
+        b.glyph(100.0, 104.0, 500.0, 10.0, "e");
+        b.glyph(99.5, 100.0, 500.0, 10.0, "\u{0301}");
+        b.glyph(104.0, 108.0, 500.0, 10.0, "x");
+        assert_eq!(render(b.finish(), far()).trim(), "e\u{0301}x");
     }
 
     #[test]

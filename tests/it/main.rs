@@ -45,6 +45,7 @@ mod ops_402;
 mod ops_metrics;
 mod ops_reload;
 mod ops_shutdown;
+mod pdf_bench_pages;
 mod pdf_hostile;
 mod pdf_http;
 mod pdf_static_file;

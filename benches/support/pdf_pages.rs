@@ -1,0 +1,65 @@
+//! Page-by-page scoring for the PDF bench (issue 15 words its goal per page; the bench first
+//! scored each document as one bag of words, so a word read on another page still counted).
+//! Pure: the bench (`benches/pdf.rs`) passes its word scoring in; `tests/it/pdf_bench_pages.rs`
+//! tests this file.
+
+/// A document's pages: pdftotext ends every page with a form feed and we join ours with one,
+/// so the text is cut at form feeds; the empty piece after pdftotext's last one is no page.
+pub fn pages(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = text.split('\x0c').collect();
+    if out.len() > 1 && out.last().is_some_and(|p| p.trim().is_empty()) {
+        out.pop();
+    }
+    out
+}
+
+/// Per-page figures of one document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageScores {
+    /// (recall, precision) of each page scored, in page order.
+    pub pages: Vec<(f64, f64)>,
+    /// The two readers gave a different number of pages (the shorter list is scored, the
+    /// pages of the other are missing or extra words of no page).
+    pub count_differs: bool,
+}
+
+impl PageScores {
+    /// Mean recall and precision over the pages scored (None: no page has text).
+    pub fn mean(&self) -> Option<(f64, f64)> {
+        if self.pages.is_empty() {
+            return None;
+        }
+        let n = self.pages.len() as f64;
+        let (r, p) = self
+            .pages
+            .iter()
+            .fold((0.0, 0.0), |(r, p), &(pr, pp)| (r + pr, p + pp));
+        Some((r / n, p / n))
+    }
+}
+
+/// Scores `got` against `reference` page by page with `score(reference_page, got_page)`,
+/// which gives (recall, precision). `is_blank(page)`: the page has no word to score. Pages
+/// blank in both texts (an image, an empty back page) are not scored; a page blank in only
+/// one of them is (recall or precision 0 from `score`). A page missing from `got` counts as
+/// blank there.
+pub fn score_pages(
+    reference: &str,
+    got: &str,
+    score: impl Fn(&str, &str) -> (f64, f64),
+    is_blank: impl Fn(&str) -> bool,
+) -> PageScores {
+    let (rp, gp) = (pages(reference), pages(got));
+    let mut out = Vec::with_capacity(rp.len());
+    for (i, r) in rp.iter().enumerate() {
+        let g = gp.get(i).copied().unwrap_or("");
+        if is_blank(r) && is_blank(g) {
+            continue;
+        }
+        out.push(score(r, g));
+    }
+    PageScores {
+        pages: out,
+        count_differs: rp.len() != gp.len(),
+    }
+}

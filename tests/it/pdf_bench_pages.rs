@@ -1,0 +1,68 @@
+//! The PDF bench's page-by-page scoring (`benches/support/pdf_pages.rs`), tested here because
+//! the bench runs without the test harness.
+
+#[path = "../../benches/support/pdf_pages.rs"]
+mod pdf_pages;
+
+use pdf_pages::{pages, score_pages};
+
+/// Word-set overlap as the bench scores it, on whitespace-separated words.
+fn overlap(reference: &str, got: &str) -> (f64, f64) {
+    let r: Vec<&str> = reference.split_whitespace().collect();
+    let g: Vec<&str> = got.split_whitespace().collect();
+    let mut left = r.clone();
+    let mut hit = 0usize;
+    for w in &g {
+        if let Some(i) = left.iter().position(|x| x == w) {
+            left.swap_remove(i);
+            hit += 1;
+        }
+    }
+    let recall = if r.is_empty() {
+        1.0
+    } else {
+        hit as f64 / r.len() as f64
+    };
+    let precision = if g.is_empty() {
+        0.0
+    } else {
+        hit as f64 / g.len() as f64
+    };
+    (recall, precision)
+}
+
+fn blank(p: &str) -> bool {
+    p.split_whitespace().next().is_none()
+}
+
+#[test]
+fn pdftotext_pages_end_with_a_form_feed_ours_are_joined_by_one() {
+    assert_eq!(pages("one\n\x0ctwo\n\x0c"), vec!["one\n", "two\n"]);
+    assert_eq!(pages("one\n\x0ctwo"), vec!["one\n", "two"]);
+    assert_eq!(pages("only"), vec!["only"]);
+    // A blank last page of pdftotext's is still a page when it is not the final terminator.
+    assert_eq!(pages("a\x0c\x0c").len(), 2);
+}
+
+#[test]
+fn a_word_read_on_the_wrong_page_is_a_loss_per_page_not_per_document() {
+    // As one bag the two texts are equal; page by page, page 1 lost "beta" and page 2 has it
+    // extra.
+    let reference = "alpha beta\n\x0cgamma\n\x0c";
+    let got = "alpha\n\x0cbeta gamma";
+    let s = score_pages(reference, got, overlap, blank);
+    assert_eq!(s.pages, vec![(0.5, 1.0), (1.0, 0.5)]);
+    assert!(!s.count_differs);
+    assert_eq!(s.mean(), Some((0.75, 0.75)));
+}
+
+#[test]
+fn pages_blank_in_both_are_not_scored_and_missing_pages_count_as_blank() {
+    let reference = "alpha\n\x0c\n\x0cgamma\n\x0c";
+    let got = "alpha\n\x0c\n\x0c";
+    let s = score_pages(reference, got, overlap, blank);
+    // Page 2 is blank in both; page 3 is missing from ours: recall 1 of nothing is 0.
+    assert_eq!(s.pages, vec![(1.0, 1.0), (0.0, 0.0)]);
+    assert!(s.count_differs);
+    assert_eq!(score_pages("\x0c", "", overlap, blank).mean(), None);
+}
