@@ -338,6 +338,10 @@ fn run_one(job: &Job, bytes: &AtomicUsize) -> Result<(), String> {
     }
     let mut text = out.body().to_string();
     text.push('\n');
+    // A new file rather than the old one truncated: ext4 flushes a file rewritten in place at
+    // close (`auto_da_alloc`), which made a re-run into the same folder ~12 % slower by wall
+    // time (0.44 s → 0.50 s for 181 pages). A symlink there is replaced, never written through.
+    let _ = std::fs::remove_file(&job.output);
     std::fs::write(&job.output, text)
         .map_err(|e| format!("cannot write {}: {e}", job.output.display()))
 }
