@@ -9,12 +9,12 @@
 //! and a name. A few labels that only head such lines (Chinese source and editor credits)
 //! need just their colon. The caller keeps the line short; this module only reads its text.
 
-use regex::Regex;
+use super::text_regex::TextRegex;
 use std::sync::OnceLock;
 
 /// Whether `text` (whitespace collapsed, trimmed) starts like a date, update or source line.
 pub(super) fn is_dateline(text: &str) -> bool {
-    static R: OnceLock<Regex> = OnceLock::new();
+    static R: OnceLock<TextRegex> = OnceLock::new();
     R.get_or_init(|| {
         // Labels, by language, each followed by a date (or an author) in `FOLLOW`.
         let labels = [
@@ -44,7 +44,7 @@ pub(super) fn is_dateline(text: &str) -> bool {
         let follow = r"(?:\s*[:：,|–—-])?(?:\s*(?:am|on|at|le|du|el|em|il|op|um|à|a las|dnia|o|в|от|في|بتاريخ))?(?:\s*[:：,|–—-])?\s*(?:\p{L}+\.?,\s+)?(?:\p{L}+\.?\s+)?\d|\s+(?:by|von|por|par|przez|da|di|door)\s+(?-i:\p{Lu})";
         // Chinese credits that only head such lines, possibly after the date.
         let credits = r"(?:\d[\d\s年月日:./-]*)?(?:来源|稿源|来自|责任编辑|责编|编辑|作者|記者|记者)\s*[:：]";
-        Regex::new(&format!(r"(?i)^\W*(?:(?:{labels})(?:{follow})|{credits})"))
+        TextRegex::new(&format!(r"(?i)^\W*(?:(?:{labels})(?:{follow})|{credits})"))
             .expect("static regex")
     })
     .is_match(text)

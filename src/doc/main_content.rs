@@ -8,7 +8,7 @@
 
 use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};
-use regex::Regex;
+use super::text_regex::TextRegex;
 use std::sync::OnceLock;
 
 /// The chosen content: subtrees to render, in order, and nodes to leave out.
@@ -96,53 +96,53 @@ impl Stat {
 }
 
 struct Regexes {
-    unlikely: Regex,
-    maybe: Regex,
-    positive: Regex,
-    negative: Regex,
-    share: Regex,
+    unlikely: TextRegex,
+    maybe: TextRegex,
+    positive: TextRegex,
+    negative: TextRegex,
+    share: TextRegex,
     /// Small furniture around an article: bylines, dates, share bars, captions, tag lists.
-    furniture: Regex,
+    furniture: TextRegex,
     /// Furniture that may hold images (only its text is furniture).
-    caption: Regex,
+    caption: TextRegex,
     /// Headings that announce the end of the article: related items, comments.
-    end_marker: Regex,
+    end_marker: TextRegex,
     /// Short paragraphs that are site boilerplate (copyright lines).
-    legal: Regex,
+    legal: TextRegex,
     /// A teaser label opening a paragraph of links ("SEE MORE:", "DON'T MISS").
-    teaser_label: Regex,
+    teaser_label: TextRegex,
     /// Calls to action: newsletters, subscriptions, app downloads.
-    cta: Regex,
+    cta: TextRegex,
     /// Short lines that are a byline ("By Jane Doe, Reuters"); date lines: `dateline`.
-    byline_text: Regex,
+    byline_text: TextRegex,
     /// End markers that open a comment section (the article does not resume after one).
-    comment_marker: Regex,
+    comment_marker: TextRegex,
     /// The class/id of a reader-comment section or list (`commentlist`, `comments-area`,
     /// WordPress's reply form `respond`, Disqus).
-    comment_section: Regex,
+    comment_section: TextRegex,
     /// Consent banners' words ("we use cookies").
-    consent: Regex,
+    consent: TextRegex,
     /// The label an ad slot carries ("Anzeige", "Advertisement").
-    ad_label: Regex,
+    ad_label: TextRegex,
     /// Collapsed accordion and tab panels (class/id).
-    panel: Regex,
+    panel: TextRegex,
     /// Hidden overlays that stay out even when panel-like (class/id).
-    overlay: Regex,
+    overlay: TextRegex,
     /// A standfirst (lead paragraph) set apart from the article body (class/id).
-    lead: Regex,
+    lead: TextRegex,
     /// Boxes that are never the article, whatever their length (class/id): subscription and
     /// newsletter calls, author biographies, cookie and consent notices.
-    boxes: Regex,
+    boxes: TextRegex,
     /// Notices and disclaimers (class/id): boilerplate once the article's prose is over.
-    notice: Regex,
+    notice: TextRegex,
     /// "Found a mistake? Select it and press Ctrl+Enter": an error-report box's text.
-    ctrl_enter: Regex,
+    ctrl_enter: TextRegex,
 }
 
 fn regexes() -> &'static Regexes {
     static R: OnceLock<Regexes> = OnceLock::new();
     R.get_or_init(|| {
-        let re = |s: &str| Regex::new(&format!("(?i){s}")).expect("static regex");
+        let re = |s: &str| TextRegex::new(&format!("(?i){s}")).expect("static regex");
         Regexes {
             unlikely: re(
                 r"-ad-|ai2html|banner|breadcrumbs|combx|comment|komment|koment|coment|reacties|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote",

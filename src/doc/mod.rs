@@ -15,6 +15,7 @@ pub mod page_text;
 pub mod parse;
 pub mod score;
 mod text;
+mod text_regex;
 
 pub use markdown::{html_to_markdown, markdown_to_text, passthrough, MarkdownDoc};
 pub mod fields;
