@@ -41,7 +41,9 @@ pub(super) fn is_dateline(text: &str) -> bool {
         ]
         .join("|");
         // Punctuation, then at most a preposition and one word, then a digit; or an author.
-        let follow = r"(?:\s*[:：,|–—-])?(?:\s*(?:am|on|at|le|du|el|em|il|op|um|à|a las|dnia|o|в|от|في|بتاريخ))?(?:\s*[:：,|–—-])?\s*(?:\p{L}+\.?,\s+)?(?:\p{L}+\.?\s+)?\d|\s+(?:by|von|por|par|przez|da|di|door)\s+(?-i:\p{Lu})";
+        // A preposition or word starts after a space or the punctuation, never glued to the label
+        // ("Erstellte 3D-Modelle", "Parution 2026" are prose).
+        let follow = r"(?:\s*[:：,|–—-])?(?:\s+(?:am|on|at|le|du|el|em|il|op|um|à|a las|dnia|o|в|от|في|بتاريخ))?(?:\s*[:：,|–—-])?(?:\s+(?:\p{L}+\.?,\s+)?(?:\p{L}+\.?\s+)?)?\s*\d|\s+(?:by|von|por|par|przez|da|di|door)\s+(?-i:\p{Lu})";
         // Chinese credits that only head such lines, possibly after the date.
         let credits = r"(?:\d[\d\s年月日:./-]*)?(?:来源|稿源|来自|责任编辑|责编|编辑|作者|記者|记者)\s*[:：]";
         TextRegex::new(&format!(r"(?i)^\W*(?:(?:{labels})(?:{follow})|{credits})"))
@@ -111,6 +113,9 @@ mod tests {
             "时间：2026年5月1日 地点：市民中心",
             "Der Bericht wurde am 12.03.2026 veröffentlicht.",
             "Die Gemeinde hat ihren Haushalt 2026 veröffentlicht.",
+            // A label glued to the rest of a word.
+            "Erstellte 3D-Modelle zeigen den Bau.",
+            "Parution 2026 chez Gallimard",
             "",
         ] {
             assert!(!is_dateline(line), "{line}");
