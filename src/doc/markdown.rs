@@ -98,7 +98,11 @@ pub fn text_bounds_differ(html: &str) -> Option<String> {
 #[doc(hidden)]
 pub fn sink_tree_differs(html: &str) -> Option<String> {
     let lean = input_bounds::bound_input_for_text(html).text;
-    let ours = Dom::parse(&lean, &Budget::default()).ok()?;
+    // A refusal is a difference too: scraper's parse has no budget to compare it with.
+    let ours = match Dom::parse(&lean, &Budget::default()) {
+        Ok(dom) => dom,
+        Err(e) => return Some(format!("refused by the node budget: {e}")),
+    };
     let theirs = Dom::from_html(&scraper::Html::parse_document(&lean));
     if ours == theirs {
         return None;

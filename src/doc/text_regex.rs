@@ -20,11 +20,13 @@ pub struct TextRegex {
 }
 
 impl TextRegex {
-    /// Compiles `pattern`. A `\b` in it must be a word boundary (patterns here never write an
-    /// escaped backslash before a `b`).
+    /// Compiles `pattern`. The ASCII copy is made by rewriting each `\b`, so a pattern with an
+    /// escaped backslash or a `\b{…}` assertion, where that rewrite could change the meaning,
+    /// keeps only its Unicode form (correct, just not faster).
     pub fn new(pattern: &str) -> Result<TextRegex, regex::Error> {
         let unicode = Regex::new(pattern)?;
-        let ascii = if pattern.contains(r"\b") {
+        let rewritable = !pattern.contains(r"\\") && !pattern.contains(r"\b{");
+        let ascii = if rewritable && pattern.contains(r"\b") {
             Some(Regex::new(&pattern.replace(r"\b", r"(?-u:\b)"))?)
         } else {
             None
@@ -77,6 +79,12 @@ mod tests {
         // The two paths really differ where a non-ASCII letter touches the boundary.
         let ascii = Regex::new(&p.replace(r"\b", r"(?-u:\b)")).unwrap();
         assert!(ascii.is_match("écookies") && !t.is_match("écookies"));
+    }
+
+    #[test]
+    fn a_pattern_the_rewrite_could_misread_keeps_its_unicode_form() {
+        assert!(TextRegex::new(r"\\b|\bx").unwrap().ascii.is_none());
+        assert!(TextRegex::new(r"\b{start}x").unwrap().ascii.is_none());
     }
 
     #[test]
