@@ -3,14 +3,19 @@
 //! Pure: the bench (`benches/pdf.rs`) passes its word scoring in; `tests/it/pdf_bench_pages.rs`
 //! tests this file.
 
-/// A document's pages: pdftotext ends every page with a form feed and we join ours with one,
-/// so the text is cut at form feeds; the empty piece after pdftotext's last one is no page.
-pub fn pages(text: &str) -> Vec<&str> {
-    let mut out: Vec<&str> = text.split('\x0c').collect();
-    if out.len() > 1 && out.last().is_some_and(|p| p.trim().is_empty()) {
-        out.pop();
-    }
-    out
+/// pdftotext's pages: it ends every page with a form feed, so one final form feed is dropped
+/// and the rest cut at form feeds (`"a\x0c\x0c"` is two pages, the second blank).
+pub fn pdftotext_pages(text: &str) -> Vec<&str> {
+    text.strip_suffix('\x0c')
+        .unwrap_or(text)
+        .split('\x0c')
+        .collect()
+}
+
+/// Our pages: joined by a form feed, so cut at each (`"a\x0c"` is two pages, the second
+/// blank).
+pub fn joined_pages(text: &str) -> Vec<&str> {
+    text.split('\x0c').collect()
 }
 
 /// Per-page figures of one document.
@@ -18,8 +23,8 @@ pub fn pages(text: &str) -> Vec<&str> {
 pub struct PageScores {
     /// (recall, precision) of each page scored, in page order.
     pub pages: Vec<(f64, f64)>,
-    /// The two readers gave a different number of pages (the shorter list is scored, the
-    /// pages of the other are missing or extra words of no page).
+    /// The two readers gave a different number of pages (every reference page is scored, a
+    /// page missing from ours as blank; pages of ours beyond the reference's are not scored).
     pub count_differs: bool,
 }
 
@@ -38,7 +43,7 @@ impl PageScores {
     }
 }
 
-/// Scores `got` against `reference` page by page with `score(reference_page, got_page)`,
+/// Scores `got` (ours) against `reference` (pdftotext's) page by page with `score(reference_page, got_page)`,
 /// which gives (recall, precision). `is_blank(page)`: the page has no word to score. Pages
 /// blank in both texts (an image, an empty back page) are not scored; a page blank in only
 /// one of them is (recall or precision 0 from `score`). A page missing from `got` counts as
@@ -49,7 +54,7 @@ pub fn score_pages(
     score: impl Fn(&str, &str) -> (f64, f64),
     is_blank: impl Fn(&str) -> bool,
 ) -> PageScores {
-    let (rp, gp) = (pages(reference), pages(got));
+    let (rp, gp) = (pdftotext_pages(reference), joined_pages(got));
     let mut out = Vec::with_capacity(rp.len());
     for (i, r) in rp.iter().enumerate() {
         let g = gp.get(i).copied().unwrap_or("");

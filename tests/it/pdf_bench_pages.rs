@@ -4,7 +4,7 @@
 #[path = "../../benches/support/pdf_pages.rs"]
 mod pdf_pages;
 
-use pdf_pages::{pages, score_pages};
+use pdf_pages::{joined_pages, pdftotext_pages, score_pages};
 
 /// Word-set overlap as the bench scores it, on whitespace-separated words.
 fn overlap(reference: &str, got: &str) -> (f64, f64) {
@@ -37,11 +37,16 @@ fn blank(p: &str) -> bool {
 
 #[test]
 fn pdftotext_pages_end_with_a_form_feed_ours_are_joined_by_one() {
-    assert_eq!(pages("one\n\x0ctwo\n\x0c"), vec!["one\n", "two\n"]);
-    assert_eq!(pages("one\n\x0ctwo"), vec!["one\n", "two"]);
-    assert_eq!(pages("only"), vec!["only"]);
+    assert_eq!(
+        pdftotext_pages("one\n\x0ctwo\n\x0c"),
+        vec!["one\n", "two\n"]
+    );
+    assert_eq!(pdftotext_pages("only"), vec!["only"]);
     // A blank last page of pdftotext's is still a page when it is not the final terminator.
-    assert_eq!(pages("a\x0c\x0c").len(), 2);
+    assert_eq!(pdftotext_pages("a\x0c\x0c").len(), 2);
+    assert_eq!(joined_pages("one\n\x0ctwo"), vec!["one\n", "two"]);
+    // Ours: a blank last page is a page.
+    assert_eq!(joined_pages("a\x0c"), vec!["a", ""]);
 }
 
 #[test]
@@ -59,7 +64,7 @@ fn a_word_read_on_the_wrong_page_is_a_loss_per_page_not_per_document() {
 #[test]
 fn pages_blank_in_both_are_not_scored_and_missing_pages_count_as_blank() {
     let reference = "alpha\n\x0c\n\x0cgamma\n\x0c";
-    let got = "alpha\n\x0c\n\x0c";
+    let got = "alpha\n\x0c\n";
     let s = score_pages(reference, got, overlap, blank);
     // Page 2 is blank in both; page 3 is missing from ours: recall 1 of nothing is 0.
     assert_eq!(s.pages, vec![(1.0, 1.0), (0.0, 0.0)]);
