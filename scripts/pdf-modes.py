@@ -96,6 +96,22 @@ def page_objs(content_ref, resources, extra=""):
 HELV = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
 
 
+def identity_h_page(content, base_font, cid_font, pairs):
+    """The objects of a one-page file whose content stream (latin-1 text) draws in F1, a
+    Type0 font with Identity-H codes: `cid_font` is the descendant's /Subtype and the rest of
+    its dictionary after the system info (`/CIDFontType2 … /DW 600`), `pairs` its ToUnicode."""
+    subtype, rest = cid_font.split(" ", 1)
+    return [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
+        stream(content.encode("latin-1"), compress=True),
+        "<< /Type /Font /Subtype /Type0 /BaseFont /%s /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>" % base_font,
+        "<< /Type /Font /Subtype %s /BaseFont /%s /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> %s >>" % (subtype, base_font, rest),
+        stream(tounicode(pairs), compress=True),
+    ]
+
+
 def helvetica_page(content):
     """The objects of a one-page file whose content stream draws `content` in Helvetica (F1)."""
     return [
@@ -319,15 +335,7 @@ def rtl():
         x -= 8.4
         content += "1 0 0 1 %.1f 660 Tm %s Tj " % (x, hex2([table[ch]]))
     content += "ET\n"
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content.encode("latin-1"), compress=True),
-        "<< /Type /Font /Subtype /Type0 /BaseFont /ArialUnicode /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
-        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ArialUnicode /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
-        stream(tounicode(pairs), compress=True),
-    ]
+    objs = identity_h_page(content, "ArialUnicode", "/CIDFontType2 /DW 600", pairs)
     write("rtl", objs, "\n".join([he, ar, he2]))
 
 
@@ -813,15 +821,7 @@ def rtl_embedded_runs():
     content = ""
     for y, s in ((720, vis_ar), (690, vis_he)):
         content += "BT /F1 14 Tf 72 %d Td %s Tj ET\n" % (y, hex2([table[c] for c in s]))
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content.encode("latin-1"), compress=True),
-        "<< /Type /Font /Subtype /Type0 /BaseFont /ArialUnicode /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
-        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ArialUnicode /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 >>",
-        stream(tounicode(pairs), compress=True),
-    ]
+    objs = identity_h_page(content, "ArialUnicode", "/CIDFontType2 /DW 600", pairs)
     write("rtl-embedded-runs", objs, "الج a ب r ي\nבשנת 2024")
 
 
@@ -1016,15 +1016,7 @@ def rtl_logical_kerned():
                 tj += " %d " % (move + (300 if i + 1 in spaced else 0))
         content += "1 0 0 1 %.1f %d Tm [%s] TJ\n" % (500 - width(glyphs[0]) * 0.04, y, tj)
     content += "ET\n"
-    objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        page_objs("4 0 R", "<< /Font << /F1 5 0 R >> >>"),
-        stream(content.encode("latin-1"), compress=True),
-        "<< /Type /Font /Subtype /Type0 /BaseFont /XKayhan /Encoding /Identity-H /DescendantFonts [6 0 R] /ToUnicode 7 0 R >>",
-        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /XKayhan /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 500 /W [%s] >>" % widths,
-        stream(tounicode(pairs), compress=True),
-    ]
+    objs = identity_h_page(content, "XKayhan", "/CIDFontType2 /DW 500 /W [%s]" % widths, pairs)
     write("rtl-logical-kerned", objs, "\n".join(lines))
 
 
