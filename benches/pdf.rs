@@ -69,33 +69,6 @@ fn words(s: &str) -> Vec<String> {
     out
 }
 
-fn recall_precision(reference: &[String], got: &[String]) -> (f64, f64) {
-    let mut counts: HashMap<&str, i64> = HashMap::new();
-    for w in reference {
-        *counts.entry(w).or_default() += 1;
-    }
-    let mut hit = 0i64;
-    for w in got {
-        if let Some(c) = counts.get_mut(w.as_str()) {
-            if *c > 0 {
-                *c -= 1;
-                hit += 1;
-            }
-        }
-    }
-    let r = if reference.is_empty() {
-        1.0
-    } else {
-        hit as f64 / reference.len() as f64
-    };
-    let p = if got.is_empty() {
-        0.0
-    } else {
-        hit as f64 / got.len() as f64
-    };
-    (r, p)
-}
-
 /// LCS length / reference length (None when too large to compute here).
 fn order_score(reference: &[String], got: &[String]) -> Option<f64> {
     let (n, m) = (reference.len(), got.len());
@@ -407,7 +380,7 @@ fn main() {
         let score = |t: &Result<String, String>| {
             t.as_ref().ok().map(|text| {
                 let w = words(text);
-                let (r, p) = recall_precision(&rw, &w);
+                let (r, p) = pdf_pages::recall_precision(&rw, &w);
                 (r, p, order_score(&rw, &w))
             })
         };
@@ -457,7 +430,7 @@ fn main() {
                 let per_page = pdf_pages::score_pages(
                     &reference,
                     text,
-                    |r, g| recall_precision(&words(r), &words(g)),
+                    |r, g| pdf_pages::recall_precision(&words(r), &words(g)),
                     |p| words(p).is_empty(),
                 );
                 tally_ours.add_pages(&per_page);

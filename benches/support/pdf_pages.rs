@@ -1,7 +1,38 @@
-//! Page-by-page scoring for the PDF bench (issue 15 words its goal per page; the bench first
-//! scored each document as one bag of words, so a word read on another page still counted).
-//! Pure: the bench (`benches/pdf.rs`) passes its word scoring in; `tests/it/pdf_bench_pages.rs`
+//! The PDF bench's scoring: word recall and precision, page by page (issue 15 words its goal
+//! per page; the bench first scored each document as one bag of words, so a word read on
+//! another page still counted). Pure: the bench (`benches/pdf.rs`) cuts the words; `tests/it/pdf_bench_pages.rs`
 //! tests this file.
+
+use std::collections::HashMap;
+
+/// Word recall and precision of `got` against `reference`, as multisets: recall 1 of an empty
+/// reference, precision 0 of an empty reading.
+pub fn recall_precision(reference: &[String], got: &[String]) -> (f64, f64) {
+    let mut counts: HashMap<&str, i64> = HashMap::new();
+    for w in reference {
+        *counts.entry(w).or_default() += 1;
+    }
+    let mut hit = 0i64;
+    for w in got {
+        if let Some(c) = counts.get_mut(w.as_str()) {
+            if *c > 0 {
+                *c -= 1;
+                hit += 1;
+            }
+        }
+    }
+    let r = if reference.is_empty() {
+        1.0
+    } else {
+        hit as f64 / reference.len() as f64
+    };
+    let p = if got.is_empty() {
+        0.0
+    } else {
+        hit as f64 / got.len() as f64
+    };
+    (r, p)
+}
 
 /// pdftotext's pages: it ends every page with a form feed, so one final form feed is dropped
 /// and the rest cut at form feeds (`"a\x0c\x0c"` is two pages, the second blank).

@@ -4,31 +4,12 @@
 #[path = "../../benches/support/pdf_pages.rs"]
 mod pdf_pages;
 
-use pdf_pages::{joined_pages, pdftotext_pages, score_pages};
+use pdf_pages::{joined_pages, pdftotext_pages, recall_precision, score_pages};
 
-/// Word-set overlap as the bench scores it, on whitespace-separated words.
+/// The bench's scoring on whitespace-separated words.
 fn overlap(reference: &str, got: &str) -> (f64, f64) {
-    let r: Vec<&str> = reference.split_whitespace().collect();
-    let g: Vec<&str> = got.split_whitespace().collect();
-    let mut left = r.clone();
-    let mut hit = 0usize;
-    for w in &g {
-        if let Some(i) = left.iter().position(|x| x == w) {
-            left.swap_remove(i);
-            hit += 1;
-        }
-    }
-    let recall = if r.is_empty() {
-        1.0
-    } else {
-        hit as f64 / r.len() as f64
-    };
-    let precision = if g.is_empty() {
-        0.0
-    } else {
-        hit as f64 / g.len() as f64
-    };
-    (recall, precision)
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    recall_precision(&words(reference), &words(got))
 }
 
 fn blank(p: &str) -> bool {
@@ -70,4 +51,12 @@ fn pages_blank_in_both_are_not_scored_and_missing_pages_count_as_blank() {
     assert_eq!(s.pages, vec![(1.0, 1.0), (0.0, 0.0)]);
     assert!(s.count_differs);
     assert_eq!(score_pages("\x0c", "", overlap, blank).mean(), None);
+}
+
+#[test]
+fn words_are_counted_as_multisets() {
+    // One of the two "a" found and nothing else: recall 1/3; "c" is extra: precision 1/2.
+    assert_eq!(overlap("a a b", "a c"), (1.0 / 3.0, 0.5));
+    assert_eq!(overlap("", "x"), (1.0, 0.0));
+    assert_eq!(overlap("x", ""), (0.0, 0.0));
 }
