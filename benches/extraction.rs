@@ -345,24 +345,21 @@ fn run() -> Result<(), String> {
 
     if args.check_bounds {
         // The lean input the extractor parses must build the same tree (raw text and unread
-        // attributes aside) as the page.
-        let mut bad = 0;
+        // attributes aside) as the page; and the sink extraction parses into must build the
+        // tree scraper builds.
+        let (mut bounds, mut sink) = (0, 0);
         for p in &pages {
             if let Some(d) = paycall::doc::markdown::text_bounds_differ(&p.html) {
-                println!("  {}: {d}", p.id);
-                bad += 1;
+                println!("  {}: bounds: {d}", p.id);
+                bounds += 1;
             }
-        }
-        println!("check-bounds: {bad} of {} pages differ", pages.len());
-        // And the sink extraction parses into must build the tree scraper builds.
-        let mut bad = 0;
-        for p in &pages {
             if let Some(d) = paycall::doc::markdown::sink_tree_differs(&p.html) {
-                println!("  {}: {d}", p.id);
-                bad += 1;
+                println!("  {}: sink: {d}", p.id);
+                sink += 1;
             }
         }
-        println!("check-sink: {bad} of {} pages differ", pages.len());
+        println!("check-bounds: {bounds} of {} pages differ", pages.len());
+        println!("check-sink: {sink} of {} pages differ", pages.len());
         return Ok(());
     }
     if let Some(d) = &args.dump {

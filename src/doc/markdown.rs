@@ -97,13 +97,13 @@ pub fn text_bounds_differ(html: &str) -> Option<String> {
 /// -- --check-bounds`), on the lean input the extractor parses.
 #[doc(hidden)]
 pub fn sink_tree_differs(html: &str) -> Option<String> {
-    let lean = input_bounds::bound_input_for_text(html).text;
-    // A refusal is a difference too: scraper's parse has no budget to compare it with.
-    let ours = match Dom::parse(&lean, &Budget::default()) {
+    let lean = input_bounds::bound_input_for_text(html);
+    // Parsed as extraction parses it; a refusal is a difference too (scraper has no budget).
+    let ours = match Dom::parse_bounded(&lean, &Budget::default()) {
         Ok(dom) => dom,
         Err(e) => return Some(format!("refused by the node budget: {e}")),
     };
-    let theirs = Dom::from_html(&scraper::Html::parse_document(&lean));
+    let theirs = Dom::from_html(&scraper::Html::parse_document(&lean.text));
     if ours == theirs {
         return None;
     }
