@@ -34,7 +34,9 @@ on them: every PDF under SCRATCH (packages the manifest does not name yet), by h
 then the chosen files, in sha256 order, go alternately to DEV and HELD (first, third... DEV;
 a split on the hash's first digit would not do: taking the lowest hashes per group leaves few
 high ones). Score HELD with `cargo bench --bench pdf -- --aggregate-only` only (no file's name or
-figure), never tune on it.
+figure), never tune on it. The eighth round ran it again (`dev4 held4`) over packages with
+other producers than the earlier rounds' (SIL's font documentation from Distiller, LibreOffice
+and Quartz, texlive's science, music, bibtex, formats, base and recommended docs).
 
 `ADDED_DEV` lists files added to the dev part by hand afterwards, each for a cause found on the
 held-out set (more files of the same producer or font technology, so the cause is worked on
