@@ -185,6 +185,24 @@ def main():
               + (f", elapsedMs/pdftotext {statistics.median(r[4] / r[2] for r in owns):.2f}x" if owns else "")
               + f"; paid call median {statistics.median(r[3] for r in ok):.0f} ms, pdftotext median "
               f"{statistics.median(r[2] for r in ok):.0f} ms")
+        # Where a 200's time goes, call by call, from its Server-Timing header: the
+        # facilitator's verify and settle, our work, what the service spent around them (ledger
+        # rows, the answer), and what the buyer's side adds (the 402 round trip, signing).
+        phases = {"verify": [], "work": [], "settle": [], "service, other": [], "buyer's side": []}
+        for p in paid:
+            if p["status"] != 200 or not p.get("serverTiming"):
+                continue
+            dur = dict((k.strip(), float(v)) for k, v in
+                       (part.split(";dur=") for part in p["serverTiming"].split(",")))
+            if not {"verify", "work", "settle", "total"} <= dur.keys():
+                continue
+            for k in ("verify", "work", "settle"):
+                phases[k].append(dur[k])
+            phases["service, other"].append(dur["total"] - dur["verify"] - dur["work"] - dur["settle"])
+            phases["buyer's side"].append(p["ms"] - dur["total"])
+        if phases["work"]:
+            print(f"a paid 200, by Server-Timing (median ms over {len(phases['work'])}): "
+                  + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in phases.items()))
     # Where a paid call's time goes, from the service's own histograms (warm-up call included).
     series = {}
     for line in metrics.splitlines():
