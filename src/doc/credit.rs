@@ -1,4 +1,4 @@
-//! Photo credits and "read also" labels in many languages: a picture's credit line
+//! Photo credits, "read also" labels and tag-list labels in many languages: a picture's credit line
 //! ("Foto: dpa", "Фото: личный архив", "JIM WATSON/AFP/Getty Images", "… (Photo Lionel
 //! Bonaventure. AFP)") and the label of a teaser box whose links are gone or follow it
 //! ("Leggi anche", "Baca juga:", "Читайте также", "More:") are the page's furniture, not the
@@ -89,6 +89,32 @@ pub(super) fn is_read_also_label(text: &str) -> bool {
     .is_match(text)
 }
 
+/// Whether `text` (whitespace collapsed, trimmed) opens with the label of a tag or topic list
+/// ("Tags:", "Filed under:", "Schlagwörter", "Etiquetas:", "Mots-clés :", "Теги:",
+/// "Kata kunci:", "标签："). Labels that also head a section of an article ("Themen",
+/// "Topics", "Categorías") count only with their colon; the caller asks only of short or
+/// link-heavy blocks, so "Tags are sold at the town hall." is never asked.
+pub(super) fn is_tag_label(text: &str) -> bool {
+    static R: OnceLock<TextRegex> = OnceLock::new();
+    R.get_or_init(|| {
+        // Labels that name nothing but a tag list: alone or with their colon.
+        let alone = [
+            r"tags|tagged|tagged with|filed under|schlagwörter|schlagworte|stichwörter|stichworte",
+            r"mots-clés|mots clés|étiquettes|etiquetas|palavras-chave|parole chiave|tagi|słowa kluczowe",
+            r"trefwoorden|теги|тэги|метки|ключевые слова|etichete|cuvinte cheie|etiketa|etiketat",
+            r"fjalë kyçe|kata kunci|الوسوم|الكلمات المفتاحية|ٹیگز|标签|关键词|关键字|タグ|태그",
+        ]
+        .join("|");
+        // Labels that also head an article's own section: only with their colon.
+        let colon = r"tag|topics?|keywords|categories|category|themen|kategorien|thèmes|catégories|temas|categorías|categorias|tópicos|argomenti|categorie|темы|рубрики|рубрика|topik|kategori|tematy|onderwerpen|label";
+        TextRegex::new(&format!(
+            r"(?i)^\W*(?:(?:{alone})\s*(?:[:：]|$)|(?:{colon})\s*[:：])"
+        ))
+        .expect("static regex")
+    })
+    .is_match(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +178,35 @@ mod tests {
             "相关阅读：",
         ] {
             assert!(is_read_also_label(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn tag_list_labels_are_recognised_in_many_languages() {
+        for line in [
+            "Tags",
+            "Tags: Dennis Morton, film, kusp film review",
+            "Filed under: Khawarij |",
+            "Topics: olympics-summer, swimming, australia",
+            "Schlagwörter",
+            "Etiquetas: Gobierno, Presupuestos",
+            "Mots-clés : municipales",
+            "Теги: выборы, бюджет",
+            "Kata kunci: banjir, Jakarta",
+            "标签：经济",
+            "Tag: Bari, piste ciclabili",
+        ] {
+            assert!(is_tag_label(line), "{line}");
+        }
+        for line in [
+            "Tags are sold at the town hall.",
+            "Topics",
+            "Themen der Sitzung waren der Haushalt und die Schulen.",
+            "Temas",
+            "Tagliandi: 2 euro l'ora.",
+            "",
+        ] {
+            assert!(!is_tag_label(line), "{line}");
         }
     }
 

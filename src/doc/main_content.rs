@@ -6,7 +6,7 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
-use super::credit::{is_photo_credit, is_read_also_label};
+use super::credit::{is_photo_credit, is_read_also_label, is_tag_label};
 use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};
 use super::text_regex::TextRegex;
@@ -1437,7 +1437,8 @@ impl<'a> Pass<'a> {
     fn is_boilerplate_text(&self, ix: Ix, tag: &str, st: Stat, root_ptext: u32) -> bool {
         let dom = self.dom;
         let r = regexes();
-        // "SEE MORE: <link>", "DON'T MISS" before a list of links.
+        // "SEE MORE: <link>", "DON'T MISS" before a list of links; "Leggi anche" (`readalso`);
+        // "Tags: <links>", "Schlagwörter" (`taglabel`).
         let teaser = matches!(tag, "p" | "div" | "strong" | "b" | "h4" | "h5" | "h6")
             && !off("teaser")
             && st.len < 200
@@ -1447,7 +1448,9 @@ impl<'a> Pass<'a> {
             && {
                 let text = collapse_ws(&dom.raw_text(ix));
                 let text = text.trim();
-                r.teaser_label.is_match(text) || (!off("readalso") && is_read_also_label(text))
+                r.teaser_label.is_match(text)
+                    || (!off("readalso") && is_read_also_label(text))
+                    || (!off("taglabel") && is_tag_label(text))
             };
         let call_to_action = || {
             matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
@@ -2163,12 +2166,13 @@ mod tests {
                 ],
             ),
             (
-                // `credit`, `capclass`, `readalso`, `ctaintl`, `endintl`: an Italian news
-                // page's caption in `div.didascalia`, credit lines with no class (`<small>Foto:
-                // …`, a `dl` of "Foto:" and its source), a "Leggi anche" label above its links,
-                // a "Seguici su Facebook" line and an "Ultime notizie" list closing the body;
-                // prose about the photo, prose opening with "Leggi anche" or "Ultime notizie",
-                // and a long paragraph quoting "seguici su" stay.
+                // `credit`, `capclass`, `readalso`, `taglabel`, `ctaintl`, `endintl`: an
+                // Italian news page's caption in `div.didascalia`, credit lines with no class
+                // (`<small>Foto: …`, a `dl` of "Foto:" and its source), a "Leggi anche" label
+                // above its links, a "Tag:" line of links, a "Seguici su Facebook" line and an
+                // "Ultime notizie" list closing the body; prose about the photo, prose opening
+                // with "Leggi anche" or "Ultime notizie", a quote with "seguici su" and a short
+                // "Tagliandi: …" line stay.
                 "it-credits-read-also",
                 include_str!("../../fixtures/pages/recall/it-credits-read-also.html"),
                 &[
@@ -2178,6 +2182,7 @@ mod tests {
                     "un incontro pubblico in ogni municipio",
                     "Ultime notizie dal cantiere",
                     "seguici su questa strada",
+                    "Tagliandi: 2 euro l'ora.",
                 ],
                 &[
                     "Il lungomare di Bari all'alba",
@@ -2185,6 +2190,7 @@ mod tests {
                     "**Leggi anche**",
                     "archivio del Comune di Bari",
                     "Seguici su Facebook",
+                    "Tag: [Bari]",
                     "### Ultime notizie",
                     "Scuole chiuse per neve",
                     "Il porto cresce del 12 per cento",
