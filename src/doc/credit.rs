@@ -41,9 +41,7 @@ pub(super) fn is_photo_credit(text: &str) -> bool {
             r"^[\p{{L}}\p{{M}} .'’-]{{0,60}}(?:/|\|)\s*(?:{agencies})(?:\s*/\s*[\p{{L}}\p{{M}} .'’-]{{1,40}})*$"
         );
         // "Photo by Jane Doe", "Both photos via Getty Images".
-        let by = format!(
-            r"^\W*(?:\p{{L}}+\s+)?(?:photos?|images?|pictures?|fotos?)\s+(?:by|via|courtesy(?: of)?)\s+[^.!?]{{1,60}}$"
-        );
+        let by = r"^\W*(?:\p{L}+\s+)?(?:photos?|images?|pictures?|fotos?)\s+(?:by|via|courtesy(?: of)?)\s+[^.!?]{1,60}$";
         // "Courtesy of Andrew Vaughan".
         let courtesy = r"^\W*courtesy(?: of)?\s+[^.!?]{1,60}$";
         TextRegex::new(&format!(r"(?i){label}|{closing}|{slashed}|{by}|{courtesy}"))
