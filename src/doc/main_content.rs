@@ -6,6 +6,7 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
+use super::credit::{is_photo_credit, is_read_also_label, is_tag_label};
 use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};
 use super::text_regex::TextRegex;
@@ -105,6 +106,9 @@ struct Regexes {
     furniture: TextRegex,
     /// Furniture that may hold images (only its text is furniture).
     caption: TextRegex,
+    /// Caption and photo-credit class names in other languages (`legende`, `didascalia`,
+    /// `Bildunterschrift`, `pie-de-foto`…): the English `caption` misses them (`capclass`).
+    caption_intl: TextRegex,
     /// Headings that announce the end of the article: related items, comments.
     end_marker: TextRegex,
     /// Short paragraphs that are site boilerplate (copyright lines).
@@ -113,6 +117,14 @@ struct Regexes {
     teaser_label: TextRegex,
     /// Calls to action: newsletters, subscriptions, app downloads.
     cta: TextRegex,
+    /// The same calls in other languages: "Síguenos en", "Suivez-nous sur", "Seguici su",
+    /// "Подписывайтесь на наш канал", "Ikuti kami di"… (`ctaintl`).
+    cta_intl: TextRegex,
+    /// Headings that end the article in other languages: "Últimas noticias", "Les plus lus",
+    /// "Cele mai citite", "Berita terkait", "Новости по теме"… (`endintl`). Not the "read
+    /// also" labels ("Leggi anche", "Baca juga"): those head one link inside the text, which
+    /// goes on after it (`readalso` drops the label alone).
+    end_marker_intl: TextRegex,
     /// Short lines that are a byline ("By Jane Doe, Reuters"); date lines: `dateline`.
     byline_text: TextRegex,
     /// End markers that open a comment section (the article does not resume after one).
@@ -173,8 +185,17 @@ fn regexes() -> &'static Regexes {
                 r"byline|author|dateline|timestamp|pubdate|publish|posted|updated|(^|[-_ ])(date|time|meta|tags?|print|rating|follow)([-_ ]|$)|shar(e|ing)|social|addthis|addtoany|sociable|breadcrumb|related|newsletter|subscri|signup|sign-up|promo|advert|sponsor|cookie|consent|(^|[-_ ])(ad|ads|anzeige|werbung|reklama)([-_ ]|$)|ad-?slot|anzeige|werbung|toolbar|read-?more|more-stories|recommend|outbrain|taboola|disclaimer|copyright",
             ),
             caption: re(r"caption|credit"),
+            caption_intl: re(
+                r"(^|[-_ ])(l[eé]gende?|legenda|leyenda|didascalia|bildunterschrift|bildtext|bildnachweis|bildquelle|fotonachweis|pie-?de-?foto|pie-?foto|epigrafe|ep[ií]grafe|onderschrift|podpis|fotocredit|foto-?credit|photo-?credit|fotograf)([-_ ]|$)",
+            ),
             end_marker: re(
                 r"^\W*(related( (articles?|posts?|stories|news|content|links|reading|coverage))?|you (may|might) (also )?(like|enjoy)|more (from|stories|news|on this)\b.*|more( [\w'’]+){0,3} (stories|articles|news|posts|reads|videos)|recommended( for you)?|most (popular|read|viewed|shared|watched)\b.*|popular (posts|articles|stories|in)\b.*|latest (news|stories|posts|from)\b.*|other (stories|articles)|trending (in|on|stories|news)\b.*|leave a (reply|comment)|tell us what you think|have your say|похожие (статьи|записи|новости)|самые популярные.*|популярные (статьи|записи)|комментарии|\d* ?comments?|join the (conversation|discussion)|você (pode|também pode) gostar|(posts|notícias|artigos) relacionad.*|deixe (um|seu) comentário|te puede interesar|noticias relacionadas|lo más (leído|visto)|más noticias|das könnte sie auch interessieren|mehr zum thema|weitere artikel|sur le même sujet|vous aimerez aussi|articoli correlati|potrebbe interessarti|kommentare|komentarze|commentaires|comentarios|comentários|commenti|reacties|reacties van lezers|التعليقات|تعليقات|评论|网友评论|留言|コメント)\s*(\(\d+\)|\d+)?\W*$",
+            ),
+            end_marker_intl: re(
+                r"^\W*(últimas noticias|las? más leíd[oa]s|más leíd[oa]s|te recomendamos|también te puede interesar|otras noticias|noticias destacadas|últimas notícias|(as )?mais lidas|recomendado para você|outras notícias|notícias relacionadas|dernières (actualités|infos|nouvelles|publications|publis)|les plus (lus|lues)|articles similaires|dans la même rubrique|ultime notizie|(i |gli articoli )?più lett[ie]|altre notizie|notizie correlate|meistgelesen(e artikel)?|neueste artikel|ähnliche artikel|weitere nachrichten|последние новости|новости по теме|другие новости|самое читаемое|похожие материалы|articole similare|cele mai citite|ultimele știri|știri similare|alte știri|berita terkait|artikel terkait|berita lainnya|berita terkini|berita terpopuler|lajme të ngjashme|më të lexuarat|lajmet e fundit|lajme të tjera|متعلقہ خبریں|مزید خبریں|تازہ ترین خبریں|اخبار ذات صلة|أخبار ذات صلة|الأكثر قراءة|najczęściej czytane|podobne artykuły|meest gelezen|gerelateerde artikelen|相关新闻|热门文章|関連記事)\s*(\(\d+\)|\d+)?\W*$",
+            ),
+            cta_intl: re(
+                r"(follow (us|me) on|síguenos en|siguenos en|siga-nos|suivez-nous sur|rejoignez-nous sur|seguici su|seguiteci su|folgen sie uns auf|folge uns auf|следите за нами|подписывайтесь на нас|подписывайтесь на наш|urmăriți-ne pe|urmariti-ne pe|urmărește-ne pe|ikuti kami di|na ndiqni (në|ne)|تابعونا على|تابعنا على|obserwuj nas|śledź nas na|volg ons op).{0,40}?(facebook|instagram|twitter|x\b|telegram|whatsapp|google news|tiktok|youtube|linkedin|threads|bluesky|vk\b|вконтакте|телеграм|дзен|redes sociales|redes sociais|réseaux sociaux|sozialen (medien|netzwerken)|rrjetet sociale|media sosial|rețelele sociale|social media|فيسبوك|تويتر|تلغرام|واتساب|إنستغرام)|suscríbete (a|al) (nuestro |nuestra )?(newsletter|boletín|canal)|únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) (nossa |nosso )?(newsletter|canal)|assine (a|o|nossa|nosso) (newsletter|canal)|entre no (nosso )?canal|abonnez-vous (à|a) (notre|la|nos) (newsletter|lettre|chaîne)|inscrivez-vous (à|a) (notre|la) (newsletter|lettre)|iscriviti (alla|al) (nostra |nostro )?(newsletter|canale)|unisciti al (nostro )?canale|abonnieren sie (unseren|unsere|den) (newsletter|kanal)|подпишитесь на (наш|нашу) (канал|рассылку|телеграм)|abonează-te la (newsletter|canalul)|abonați-vă la (newsletter|canalul)|zapisz się do newslettera|schrijf je in voor (onze|de) nieuwsbrief",
             ),
             teaser_label: re(
                 r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
@@ -1320,9 +1341,7 @@ impl<'a> Pass<'a> {
                 .ancestors(ix)
                 .take_while(|&a| a != root)
                 .any(|a| self.gone[a])
-            && regexes()
-                .end_marker
-                .is_match(collapse_ws(&dom.raw_text(ix)).trim())
+            && is_end_marker(collapse_ws(&dom.raw_text(ix)).trim())
     }
 
     /// What the first pass of `clean` does with element `ix`, still in play: the first rule
@@ -1340,7 +1359,7 @@ impl<'a> Pass<'a> {
         if (heading || (st.len < 60 && matches!(tag, "p" | "div" | "span" | "strong")))
             && st.len < 100
             && !off("endmarker")
-            && r.end_marker.is_match(collapse_ws(&dom.raw_text(ix)).trim())
+            && is_end_marker(collapse_ws(&dom.raw_text(ix)).trim())
         {
             if debug() {
                 eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
@@ -1418,22 +1437,31 @@ impl<'a> Pass<'a> {
     fn is_boilerplate_text(&self, ix: Ix, tag: &str, st: Stat, root_ptext: u32) -> bool {
         let dom = self.dom;
         let r = regexes();
-        // "SEE MORE: <link>", "DON'T MISS" before a list of links.
+        // "SEE MORE: <link>", "DON'T MISS" before a list of links; "Leggi anche" (`readalso`);
+        // "Tags: <links>", "Schlagwörter" (`taglabel`).
         let teaser = matches!(tag, "p" | "div" | "strong" | "b" | "h4" | "h5" | "h6")
             && !off("teaser")
             && st.len < 200
             && (st.link * 2 >= st.len || st.len < 30)
             && (tag == "p" || !self.has_block_child(ix))
             && st.ptext * 2 < root_ptext.max(1)
-            && r.teaser_label
-                .is_match(collapse_ws(&dom.raw_text(ix)).trim());
+            && {
+                let text = collapse_ws(&dom.raw_text(ix));
+                let text = text.trim();
+                r.teaser_label.is_match(text)
+                    || (!off("readalso") && is_read_also_label(text))
+                    || (!off("taglabel") && is_tag_label(text))
+            };
         let call_to_action = || {
             matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
                 && !off("cta")
                 && st.len < 250
                 && (tag != "div" || !self.has_block_child(ix))
                 && st.ptext * 2 < root_ptext.max(1)
-                && r.cta.is_match(&collapse_ws(&dom.raw_text(ix)))
+                && {
+                    let text = collapse_ws(&dom.raw_text(ix));
+                    r.cta.is_match(&text) || (!off("ctaintl") && r.cta_intl.is_match(&text))
+                }
         };
         // A paragraph that is only a link: a teaser or a call to action.
         let link_paragraph = || {
@@ -1470,7 +1498,26 @@ impl<'a> Pass<'a> {
                 && (tag != "div" || !self.has_block_child(ix))
                 && r.ad_label.is_match(collapse_ws(&dom.raw_text(ix)).trim())
         };
-        teaser || call_to_action() || link_paragraph() || byline() || legal() || ad_label()
+        // A picture's credit line with no class naming it ("Foto: dpa", "<dt>Фото:</dt><dd>…",
+        // "JIM WATSON/AFP/Getty Images"): text only, the picture stays (`credit`).
+        let photo_credit = || {
+            matches!(
+                tag,
+                "p" | "div" | "span" | "small" | "em" | "i" | "dl" | "dt" | "dd" | "strong" | "b"
+            ) && st.len < 250
+                && st.img == 0
+                && !off("credit")
+                && (matches!(tag, "p" | "dl") || !self.has_block_child(ix))
+                && st.ptext * 2 < root_ptext.max(1)
+                && is_photo_credit(collapse_ws(&dom.raw_text(ix)).trim())
+        };
+        teaser
+            || call_to_action()
+            || link_paragraph()
+            || byline()
+            || legal()
+            || ad_label()
+            || photo_credit()
     }
 
     /// Captions, dates, author credits and furniture classes: short, little of the root's
@@ -1491,7 +1538,10 @@ impl<'a> Pass<'a> {
                         .is_some_and(|v| v.contains("author") || v.starts_with("date")))
                 || (ci.len() > 1
                     && ((!off("fclass") && r.furniture.is_match(ci))
-                        || (!off("fcap") && st.img == 0 && r.caption.is_match(ci)))))
+                        || (!off("fcap")
+                            && st.img == 0
+                            && (r.caption.is_match(ci)
+                                || (!off("capclass") && r.caption_intl.is_match(ci)))))))
     }
 
     /// The second pass of `clean`: forms, tables, lists and containers that look like
@@ -1732,6 +1782,14 @@ impl<'a> Pass<'a> {
 
 /// Whether `ix` holds an embedded post (tweet, Instagram, TikTok…): quoted content, however
 /// social its wrapper's class.
+/// A heading or short line after which the article is over in its container ("Related
+/// articles", "Comments"), in English and the languages of `end_marker`, or in the wider set
+/// of `end_marker_intl` ("Últimas noticias", "Cele mai citite", "Berita terkait").
+fn is_end_marker(text: &str) -> bool {
+    let r = regexes();
+    r.end_marker.is_match(text) || (!off("endintl") && r.end_marker_intl.is_match(text))
+}
+
 fn holds_embed(dom: &Dom, ix: Ix) -> bool {
     (ix..dom.nodes[ix].end).any(|d| {
         dom.tag(d) == "blockquote"
@@ -2105,6 +2163,38 @@ mod tests {
                     "Zuletzt aktualisiert",
                     "Stand:",
                     "Impressum",
+                ],
+            ),
+            (
+                // `credit`, `capclass`, `readalso`, `taglabel`, `ctaintl`, `endintl`: an
+                // Italian news page's caption in `div.didascalia`, credit lines with no class
+                // (`<small>Foto: …`, a `dl` of "Foto:" and its source), a "Leggi anche" label
+                // above its links, a "Tag:" line of links, a "Seguici su Facebook" line and an
+                // "Ultime notizie" list closing the body; prose about the photo, prose opening
+                // with "Leggi anche" or "Ultime notizie", a quote with "seguici su" and a short
+                // "Tagliandi: …" line stay.
+                "it-credits-read-also",
+                include_str!("../../fixtures/pages/recall/it-credits-read-also.html"),
+                &[
+                    "Il consiglio comunale di Bari ha approvato ieri sera",
+                    "La foto del nuovo tracciato, scattata da un drone",
+                    "Leggi anche il parere della Corte dei conti",
+                    "un incontro pubblico in ogni municipio",
+                    "Ultime notizie dal cantiere",
+                    "seguici su questa strada",
+                    "Tagliandi: 2 euro l'ora.",
+                ],
+                &[
+                    "Il lungomare di Bari all'alba",
+                    "Marco Lupo / ANSA",
+                    "**Leggi anche**",
+                    "archivio del Comune di Bari",
+                    "Seguici su Facebook",
+                    "Tag: [Bari]",
+                    "### Ultime notizie",
+                    "Scuole chiuse per neve",
+                    "Il porto cresce del 12 per cento",
+                    "Tutti i diritti riservati",
                 ],
             ),
             (

@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod charset;
+mod credit;
 mod dateline;
 mod dom;
 mod dom_sink;

@@ -1,0 +1,224 @@
+//! Photo credits, "read also" labels and tag-list labels in many languages: a picture's credit line
+//! ("Foto: dpa", "Фото: личный архив", "JIM WATSON/AFP/Getty Images", "… (Photo Lionel
+//! Bonaventure. AFP)") and the label of a teaser box whose links are gone or follow it
+//! ("Leggi anche", "Baca juga:", "Читайте также", "More:") are the page's furniture, not the
+//! article's text. News pages in other languages carry them with no class that names them
+//! (a `<p><small>`, a `<dt>`), so the caption and teaser class rules never see them.
+//!
+//! Each pattern reads only the text; the caller keeps the element short, free of images and
+//! small against the article.
+
+use super::text_regex::TextRegex;
+use std::sync::OnceLock;
+
+/// Whether `text` (whitespace collapsed, trimmed) is a photo credit line: a credit label with
+/// its colon ("Foto:", "Crédit photo :", "图片来源："), a caption closing on a parenthesised
+/// credit ("… (credit: NASA/Jude Guidry)", "(Photo X. AFP)"), a photographer and agency joined
+/// by slashes ("JIM WATSON/AFP/Getty Images"), or "Photo by …" / "Both photos via …" /
+/// "Courtesy of …".
+/// Prose that merely mentions a photo ("Das Foto zeigt …", "the photos were taken …") is not.
+pub(super) fn is_photo_credit(text: &str) -> bool {
+    static R: OnceLock<TextRegex> = OnceLock::new();
+    R.get_or_init(|| {
+        // The words that head a credit line, by language; a colon must follow.
+        let labels = [
+            r"photos?|pictures?|images?|illustrations?|credits?|photo ?credits?|crédits?(?: photos?)?",
+            r"fotos?|bild(?:er)?|bildquelle|bildnachweis|fotonachweis|grafik",
+            r"imagen(?:es)?|ilustración|fotografías?|fotografias?|crédito(?: fotográfico)?",
+            r"fonte foto|sursa foto|kredit foto|sumber foto|burimi|fotografi",
+            r"фото(?:графия)?|источник фото|фотография",
+            r"الصورة|صورة|تصویر|عکس",
+            r"图片来源|图片|摄影|圖片|写真|사진",
+        ]
+        .join("|");
+        // Agencies and picture libraries a credit names.
+        let agencies = r"afp|ap|ap photo|reuters|epa|epa-efe|efe|dpa|ansa|anadolu|xinhua|tass|ria novosti|getty images?|shutterstock|istock(?:photo)?|picture[- ]alliance|imago|keystone|sipa|antara|bloomberg|ddp";
+        let label = format!(r"^\W*(?:{labels})\s*[:：]");
+        // A caption that ends on its credit in parentheses.
+        let closing = r"\((?:photo|foto|фото|crédit|credit|crédito|image|imagen|bild|picture)(?:\s*:|\s)[^()]{1,80}\)\W*$";
+        // NAME/AGENCY[/AGENCY], alone on its line.
+        let slashed = format!(
+            r"^[\p{{L}}\p{{M}} .'’-]{{0,60}}(?:/|\|)\s*(?:{agencies})(?:\s*/\s*[\p{{L}}\p{{M}} .'’-]{{1,40}})*$"
+        );
+        // "Photo by Jane Doe", "Both photos via Getty Images".
+        let by = r"^\W*(?:\p{L}+\s+)?(?:photos?|images?|pictures?|fotos?)\s+(?:by|via|courtesy(?: of)?)\s+[^.!?]{1,60}$";
+        // "Courtesy of Andrew Vaughan".
+        let courtesy = r"^\W*courtesy(?: of)?\s+[^.!?]{1,60}$";
+        TextRegex::new(&format!(r"(?i){label}|{closing}|{slashed}|{by}|{courtesy}"))
+            .expect("static regex")
+    })
+    .is_match(text)
+}
+
+/// Whether `text` (whitespace collapsed, trimmed) opens with the label of a "read also" box
+/// in one of many languages ("À lire aussi :", "Lesen Sie auch", "Leggi anche", "Baca juga",
+/// "Читайте также", "یہ بھی پڑھیں"), or is the English "More:" label. The caller asks it only
+/// of short or link-heavy blocks: "Lesen Sie auch, was die Kammer dazu sagt" in a long
+/// paragraph of prose is not asked.
+pub(super) fn is_read_also_label(text: &str) -> bool {
+    static R: OnceLock<TextRegex> = OnceLock::new();
+    R.get_or_init(|| {
+        let labels = [
+            // English, with a colon the teaser rule's word boundary did not allow ("See also",
+            // an encyclopedia's section, is left alone)
+            r"more\s*:|related\s*:",
+            // French
+            r"(?:à |a )?lire aussi|lire également|(?:à |a )?voir aussi|à lire également",
+            // German
+            r"lesen sie (?:auch|mehr)|auch interessant|siehe auch|mehr dazu",
+            // Portuguese, Spanish
+            r"leia (?:também|mais)|veja (?:também|mais)|saiba mais|lee también|lea también|leer más|ver también|te puede interesar|le puede interesar|también te puede interesar",
+            // Italian
+            r"leggi anche|leggi pure|vedi anche|potrebbe interessarti|ti potrebbe interessare",
+            // Romanian, Albanian, Indonesian
+            r"citește și|citeste si|vezi și|vezi si|lexo(?:ni)? edhe|baca juga|baca pula|lihat juga|simak juga",
+            // Polish, Dutch
+            r"czytaj (?:też|także|również)|przeczytaj (?:też|także)|zobacz (?:też|także)|lees ook|bekijk ook",
+            // Russian, Ukrainian
+            r"читайте (?:также|по теме|еще|ещё)|смотрите также|см\. также|читайте також",
+            // Arabic, Urdu
+            r"اقرأ أيض[اً]|اقرأ المزيد|اقرأ ايضا|یہ بھی پڑھیں|مزید پڑھیں",
+            // Chinese, Japanese
+            r"相关阅读|延伸阅读|推荐阅读|相關閱讀|延伸閱讀|あわせて読みたい|関連記事",
+        ]
+        .join("|");
+        TextRegex::new(&format!(r"(?i)^\W*(?:{labels})(?:\W|$)")).expect("static regex")
+    })
+    .is_match(text)
+}
+
+/// Whether `text` (whitespace collapsed, trimmed) opens with the label of a tag or topic list
+/// ("Tags:", "Filed under:", "Schlagwörter", "Etiquetas:", "Mots-clés :", "Теги:",
+/// "Kata kunci:", "标签："). Labels that also head a section of an article ("Themen",
+/// "Topics", "Categorías") count only with their colon; the caller asks only of short or
+/// link-heavy blocks, so "Tags are sold at the town hall." is never asked.
+pub(super) fn is_tag_label(text: &str) -> bool {
+    static R: OnceLock<TextRegex> = OnceLock::new();
+    R.get_or_init(|| {
+        // Labels that name nothing but a tag list: alone or with their colon.
+        let alone = [
+            r"tags|tagged|tagged with|filed under|schlagwörter|schlagworte|stichwörter|stichworte",
+            r"mots-clés|mots clés|étiquettes|etiquetas|palavras-chave|parole chiave|tagi|słowa kluczowe",
+            r"trefwoorden|теги|тэги|метки|ключевые слова|etichete|cuvinte cheie|etiketa|etiketat",
+            r"fjalë kyçe|kata kunci|الوسوم|الكلمات المفتاحية|ٹیگز|标签|关键词|关键字|タグ|태그",
+        ]
+        .join("|");
+        // Labels that also head an article's own section: only with their colon.
+        let colon = r"tag|topics?|keywords|categories|category|themen|kategorien|thèmes|catégories|temas|categorías|categorias|tópicos|argomenti|categorie|темы|рубрики|рубрика|topik|kategori|tematy|onderwerpen|label";
+        TextRegex::new(&format!(
+            r"(?i)^\W*(?:(?:{alone})\s*(?:[:：]|$)|(?:{colon})\s*[:：])"
+        ))
+        .expect("static regex")
+    })
+    .is_match(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn photo_credits_are_recognised_in_many_languages() {
+        for line in [
+            "Foto: University of Edinburgh; großes Foto oben: Norrie Russell",
+            "Фото:",
+            "Фото: личный архив Андрея Рудькова",
+            "Photo: Getty Images, Instagram",
+            "Crédit photo : Ludovic Marin / AFP",
+            "Imagen: EFE",
+            "图片来源：新华社",
+            "The core stage after the installation of its four engines. (credit: NASA/Jude Guidry)",
+            "Jean-Marc Ayrault, le 27 octobre 2012 à Toulouse (Photo Lionel Bonaventure. AFP)",
+            "JIM WATSON/AFP/Getty Images",
+            "Ludovic Marin / AFP",
+            "Both photos via Getty Images",
+            "Photo by Jane Doe",
+            "Courtesy of Andrew Vaughan",
+        ] {
+            assert!(is_photo_credit(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn prose_about_pictures_is_not_a_credit() {
+        for line in [
+            "Das Foto zeigt den Bürgermeister bei der Eröffnung.",
+            "console.log(photo.title);",
+            "The photos were taken by a drone over the harbour.",
+            "Photographers from AFP and Reuters were at the scene.",
+            "Fotos und Videos sind im Anhang zu finden.",
+            "A spokesperson told Reuters the deal was off.",
+            "The report came via Reuters.",
+            "Reuters",
+            "Credit card debt rose again in March, the bank said.",
+            "Courtesy of the mayor, the hall stays open late. It closes at ten.",
+            "",
+        ] {
+            assert!(!is_photo_credit(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn read_also_labels_are_recognised_in_many_languages() {
+        for line in [
+            "Leggi anche",
+            "More:",
+            "À lire aussi : Notre récit du discours",
+            "A lire aussi : Notre récit",
+            "Lesen Sie auch: Der neue Haushalt",
+            "Baca juga: Harga beras naik",
+            "Читайте также: Новые правила",
+            "Citește și: Guvernul a decis",
+            "Lexo edhe: Qeveria",
+            "Leia também",
+            "Lee también: El Gobierno aprueba",
+            "یہ بھی پڑھیں: حکومت",
+            "相关阅读：",
+        ] {
+            assert!(is_read_also_label(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn tag_list_labels_are_recognised_in_many_languages() {
+        for line in [
+            "Tags",
+            "Tags: Dennis Morton, film, kusp film review",
+            "Filed under: Khawarij |",
+            "Topics: olympics-summer, swimming, australia",
+            "Schlagwörter",
+            "Etiquetas: Gobierno, Presupuestos",
+            "Mots-clés : municipales",
+            "Теги: выборы, бюджет",
+            "Kata kunci: banjir, Jakarta",
+            "标签：经济",
+            "Tag: Bari, piste ciclabili",
+        ] {
+            assert!(is_tag_label(line), "{line}");
+        }
+        for line in [
+            "Tags are sold at the town hall.",
+            "Topics",
+            "Themen der Sitzung waren der Haushalt und die Schulen.",
+            "Temas",
+            "Tagliandi: 2 euro l'ora.",
+            "",
+        ] {
+            assert!(!is_tag_label(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn sentences_that_start_alike_are_not_labels() {
+        for line in [
+            "Moreover, the council agreed.",
+            "More than 300 people attended the meeting.",
+            "Lesenswert ist auch der Bericht des Rechnungshofs.",
+            "Leggiamo anche i dati del 2025.",
+            "Bacalah dengan teliti.",
+            "",
+        ] {
+            assert!(!is_read_also_label(line), "{line}");
+        }
+    }
+}
