@@ -18,7 +18,48 @@ use std::sync::OnceLock;
 /// "Courtesy of …".
 /// Prose that merely mentions a photo ("Das Foto zeigt …", "the photos were taken …") is not.
 pub(super) fn is_photo_credit(text: &str) -> bool {
-    static R: OnceLock<TextRegex> = OnceLock::new();
+    let r = credit_regexes();
+    r.leading.is_match(text)
+        || (text.contains('(') && r.closing.is_match(text))
+        || ((text.contains('/') || text.contains('|'))
+            && r.slashed.is_match(text)
+            && slashed_parts_fit(text))
+}
+
+/// The lengths `slashed` leaves out: the name before the first slash (or bar) at most 60
+/// characters, and each part after a later slash at most 40 once the spaces around it are
+/// taken off. The pattern repeats its classes without bounds because bounded repetitions of
+/// `\p{L}` compile to an automaton copied per repetition (a hundred copies of every letter
+/// of every script: about 50 ms of every process that extracts a page); neither part can hold
+/// a slash or a bar, so where each one begins and ends is fixed, and counting here decides
+/// exactly what `{0,60}` and `{1,40}` did.
+fn slashed_parts_fit(text: &str) -> bool {
+    let Some(sep) = text.find(['/', '|']) else {
+        return false;
+    };
+    text[..sep].chars().count() <= 60
+        && text[sep + 1..]
+            .split('/')
+            .skip(1)
+            .all(|part| part.trim_matches(char::is_whitespace).chars().count() <= 40)
+}
+
+/// The credit patterns in three parts, so that the common case stays cheap: `leading`, anchored
+/// at the start, fails within a few characters on prose; the two others need a character most
+/// prose lacks and are asked only when it is there. One unanchored alternation of all five made
+/// the regex engine scan every short block of every page with a large Unicode automaton (a
+/// quarter of the extraction's instructions went to it).
+struct CreditRegexes {
+    /// A credit label with its colon, "Photo by …", "Courtesy of …".
+    leading: TextRegex,
+    /// A caption that ends on its credit in parentheses (needs a '(').
+    closing: TextRegex,
+    /// NAME/AGENCY, alone on its line (needs a '/' or '|').
+    slashed: TextRegex,
+}
+
+fn credit_regexes() -> &'static CreditRegexes {
+    static R: OnceLock<CreditRegexes> = OnceLock::new();
     R.get_or_init(|| {
         // The words that head a credit line, by language; a colon must follow.
         let labels = [
@@ -36,18 +77,21 @@ pub(super) fn is_photo_credit(text: &str) -> bool {
         let label = format!(r"^\W*(?:{labels})\s*[:：]");
         // A caption that ends on its credit in parentheses.
         let closing = r"\((?:photo|foto|фото|crédit|credit|crédito|image|imagen|bild|picture)(?:\s*:|\s)[^()]{1,80}\)\W*$";
-        // NAME/AGENCY[/AGENCY], alone on its line.
+        // NAME/AGENCY[/AGENCY], alone on its line (lengths: `slashed_parts_fit`).
         let slashed = format!(
-            r"^[\p{{L}}\p{{M}} .'’-]{{0,60}}(?:/|\|)\s*(?:{agencies})(?:\s*/\s*[\p{{L}}\p{{M}} .'’-]{{1,40}})*$"
+            r"^[\p{{L}}\p{{M}} .'’-]*(?:/|\|)\s*(?:{agencies})(?:\s*/\s*[\p{{L}}\p{{M}} .'’-]+)*$"
         );
         // "Photo by Jane Doe", "Both photos via Getty Images".
         let by = r"^\W*(?:\p{L}+\s+)?(?:photos?|images?|pictures?|fotos?)\s+(?:by|via|courtesy(?: of)?)\s+[^.!?]{1,60}$";
         // "Courtesy of Andrew Vaughan".
         let courtesy = r"^\W*courtesy(?: of)?\s+[^.!?]{1,60}$";
-        TextRegex::new(&format!(r"(?i){label}|{closing}|{slashed}|{by}|{courtesy}"))
-            .expect("static regex")
+        let re = |pattern: &str| TextRegex::new(&format!("(?i){pattern}")).expect("static regex");
+        CreditRegexes {
+            leading: re(&format!("{label}|{by}|{courtesy}")),
+            closing: re(closing),
+            slashed: re(&slashed),
+        }
     })
-    .is_match(text)
 }
 
 /// Whether `text` (whitespace collapsed, trimmed) opens with the label of a "read also" box
@@ -137,6 +181,33 @@ mod tests {
         ] {
             assert!(is_photo_credit(line), "{line}");
         }
+    }
+
+    #[test]
+    fn slashed_credits_keep_their_length_limits() {
+        let name = |n: usize| "J".repeat(n);
+        assert!(is_photo_credit(&format!("{}/AFP", name(60))));
+        assert!(!is_photo_credit(&format!("{}/AFP", name(61))));
+        assert!(is_photo_credit(&format!(
+            "Ludovic Marin / AFP / {}",
+            name(40)
+        )));
+        assert!(!is_photo_credit(&format!(
+            "Ludovic Marin / AFP / {}",
+            name(41)
+        )));
+        // Spaces around a part go to the pattern's `\s*`, not to the part's 40.
+        assert!(is_photo_credit(&format!(
+            "Marin/AFP /   {}   / Getty Images",
+            name(40)
+        )));
+        assert!(!is_photo_credit(&format!(
+            "Marin/AFP / {} x / Getty Images",
+            name(40)
+        )));
+        assert!(!is_photo_credit("Marin/AFP//Getty Images"));
+        assert!(is_photo_credit("Marin | Reuters"));
+        assert!(!is_photo_credit("Marin | Reuters | Getty Images"));
     }
 
     #[test]

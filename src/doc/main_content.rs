@@ -120,6 +120,10 @@ struct Regexes {
     /// The same calls in other languages: "Síguenos en", "Suivez-nous sur", "Seguici su",
     /// "Подписывайтесь на наш канал", "Ikuti kami di"… (`ctaintl`).
     cta_intl: TextRegex,
+    /// The phrases every `cta_intl` alternative starts with, and nothing else: asked first,
+    /// because it is cheap where `cta_intl`'s `.{0,40}?` between a phrase and a network makes a
+    /// large automaton that every short block of every page would otherwise run through.
+    cta_intl_lead: TextRegex,
     /// Headings that end the article in other languages: "Últimas noticias", "Les plus lus",
     /// "Cele mai citite", "Berita terkait", "Новости по теме"… (`endintl`). Not the "read
     /// also" labels ("Leggi anche", "Baca juga"): those head one link inside the text, which
@@ -196,6 +200,9 @@ fn regexes() -> &'static Regexes {
             ),
             cta_intl: re(
                 r"(follow (us|me) on|síguenos en|siguenos en|siga-nos|suivez-nous sur|rejoignez-nous sur|seguici su|seguiteci su|folgen sie uns auf|folge uns auf|следите за нами|подписывайтесь на нас|подписывайтесь на наш|urmăriți-ne pe|urmariti-ne pe|urmărește-ne pe|ikuti kami di|na ndiqni (në|ne)|تابعونا على|تابعنا على|obserwuj nas|śledź nas na|volg ons op).{0,40}?(facebook|instagram|twitter|x\b|telegram|whatsapp|google news|tiktok|youtube|linkedin|threads|bluesky|vk\b|вконтакте|телеграм|дзен|redes sociales|redes sociais|réseaux sociaux|sozialen (medien|netzwerken)|rrjetet sociale|media sosial|rețelele sociale|social media|فيسبوك|تويتر|تلغرام|واتساب|إنستغرام)|suscríbete (a|al) (nuestro |nuestra )?(newsletter|boletín|canal)|únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) (nossa |nosso )?(newsletter|canal)|assine (a|o|nossa|nosso) (newsletter|canal)|entre no (nosso )?canal|abonnez-vous (à|a) (notre|la|nos) (newsletter|lettre|chaîne)|inscrivez-vous (à|a) (notre|la) (newsletter|lettre)|iscriviti (alla|al) (nostra |nostro )?(newsletter|canale)|unisciti al (nostro )?canale|abonnieren sie (unseren|unsere|den) (newsletter|kanal)|подпишитесь на (наш|нашу) (канал|рассылку|телеграм)|abonează-te la (newsletter|canalul)|abonați-vă la (newsletter|canalul)|zapisz się do newslettera|schrijf je in voor (onze|de) nieuwsbrief",
+            ),
+            cta_intl_lead: re(
+                r"follow (us|me) on|síguenos en|siguenos en|siga-nos|suivez-nous sur|rejoignez-nous sur|seguici su|seguiteci su|folgen sie uns auf|folge uns auf|следите за нами|подписывайтесь на нас|подписывайтесь на наш|urmăriți-ne pe|urmariti-ne pe|urmărește-ne pe|ikuti kami di|na ndiqni (në|ne)|تابعونا على|تابعنا على|obserwuj nas|śledź nas na|volg ons op|suscríbete (a|al) |únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) |assine (a|o|nossa|nosso) |entre no |abonnez-vous (à|a) |inscrivez-vous (à|a) |iscriviti (alla|al) |unisciti al |abonnieren sie (unseren|unsere|den) |подпишитесь на (наш|нашу) |abonează-te la |abonați-vă la |zapisz się do newslettera|schrijf je in voor ",
             ),
             teaser_label: re(
                 r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
@@ -1460,7 +1467,10 @@ impl<'a> Pass<'a> {
                 && st.ptext * 2 < root_ptext.max(1)
                 && {
                     let text = collapse_ws(&dom.raw_text(ix));
-                    r.cta.is_match(&text) || (!off("ctaintl") && r.cta_intl.is_match(&text))
+                    r.cta.is_match(&text)
+                        || (!off("ctaintl")
+                            && r.cta_intl_lead.is_match(&text)
+                            && r.cta_intl.is_match(&text))
                 }
         };
         // A paragraph that is only a link: a teaser or a call to action.
@@ -1780,8 +1790,6 @@ impl<'a> Pass<'a> {
     }
 }
 
-/// Whether `ix` holds an embedded post (tweet, Instagram, TikTok…): quoted content, however
-/// social its wrapper's class.
 /// A heading or short line after which the article is over in its container ("Related
 /// articles", "Comments"), in English and the languages of `end_marker`, or in the wider set
 /// of `end_marker_intl` ("Últimas noticias", "Cele mai citite", "Berita terkait").
@@ -1790,6 +1798,8 @@ fn is_end_marker(text: &str) -> bool {
     r.end_marker.is_match(text) || (!off("endintl") && r.end_marker_intl.is_match(text))
 }
 
+/// Whether `ix` holds an embedded post (tweet, Instagram, TikTok…): quoted content, however
+/// social its wrapper's class.
 fn holds_embed(dom: &Dom, ix: Ix) -> bool {
     (ix..dom.nodes[ix].end).any(|d| {
         dom.tag(d) == "blockquote"
