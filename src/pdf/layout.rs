@@ -496,14 +496,17 @@ pub fn render(spans: Vec<Span>, deadline: Instant) -> String {
     join_lines(&lines)
 }
 
-/// One output line: its text, baseline and font size, and whether it continues the flow of text
-/// of the line before it (the same column or region read top to bottom; not the first line
-/// after a column change).
+/// One output line: its text, baseline, the font size it ends at and the one it starts at,
+/// and whether it continues the flow of text of the line before it (the same column or region
+/// read top to bottom; not the first line after a column change).
 #[derive(Debug, Clone, PartialEq)]
 struct Line {
     text: String,
     y: f32,
+    /// The size of the line's last glyph: its hyphen's, for `runs_on`.
     size: f32,
+    /// The size of its first glyph: the word a hyphen before it would join.
+    start_size: f32,
     continues: bool,
 }
 
@@ -517,8 +520,12 @@ const FLOW_GAP_EM: f32 = 3.5;
 /// Any `-` counts, as in poppler (a soft hyphen was already written as `-`; U+2010 and dashes
 /// are not hyphens to it), so a compound broken at its own hyphen (`e-` / `mail`) becomes
 /// `email` there too: nothing on the page tells the two apart. The same flow: the next line
-/// continues this column or region, starts below within 3.5 em, and is not in a larger font
-/// (pdftotext keeps the hyphen before a larger line: a heading).
+/// continues this column or region, starts below within 3.5 em, and does not start in a
+/// larger font than the hyphen's (pdftotext keeps the hyphen before a larger line: a heading).
+/// The sizes compared are those of the two halves of the word, as poppler's blocks are grown
+/// word by word: a line that opens with a command name in a smaller typewriter face is still a
+/// line of its roman text (issue 15: LuaTeX's bidi manual, `\LTRfootnote … notwith-` kept its
+/// hyphen when the line was measured by its longest span, which started in the smaller face).
 fn runs_on(line: &Line, next: &Line) -> bool {
     let dy = line.y - next.y;
     next.continues
@@ -526,7 +533,7 @@ fn runs_on(line: &Line, next: &Line) -> bool {
         && !next.text.trim().is_empty()
         && dy > 0.0
         && dy < FLOW_GAP_EM * line.size
-        && next.size <= line.size * 1.05
+        && next.start_size <= line.size * 1.05
 }
 
 /// Lines joined by '\n', hyphenated line ends run on into the next line (`runs_on`):
@@ -674,6 +681,10 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
             .iter()
             .max_by_key(|s| s.text.len())
             .map_or(0.0, |s| s.size);
+        // For the hyphen rule (`runs_on`): the size the line ends at (its hyphen) and starts
+        // at, not the size of its longest span, which may open with a word in another face.
+        let end_size = line.last().map_or(size, |s| s.last_size);
+        let start_size = line.first().map_or(size, |s| s.size);
         let text = letter_spaced(&line).unwrap_or_else(|| {
             let mut text = String::new();
             let mut reach = f32::NEG_INFINITY;
@@ -704,7 +715,8 @@ fn emit_lines(spans: &[&Span], continues: bool, out: &mut Vec<Line>) {
         out.push(Line {
             text: logical_order(text),
             y,
-            size,
+            size: end_size,
+            start_size,
             continues: continues || n > 0,
         });
     }
@@ -1232,6 +1244,7 @@ mod tests {
                 text: text.to_string(),
                 y: 700.0 - 12.0 * i as f32,
                 size: 10.0,
+                start_size: 10.0,
                 continues,
             })
             .collect()
@@ -1282,11 +1295,59 @@ mod tests {
         assert_eq!(join_lines(&l), "para-\ngraph");
         // A larger next line (a heading) is another block; a smaller one runs on.
         l[1].y = l[0].y - 12.0;
-        l[1].size = 12.0;
+        l[1].start_size = 12.0;
         assert_eq!(join_lines(&l), "para-\ngraph");
-        l[1].size = 8.0;
+        l[1].start_size = 8.0;
         assert_eq!(join_lines(&l), "paragraph");
     }
+    /// Glyphs of `text` from `x` at `size`, 0.5 em apart; returns where the pen ends.
+    fn sized(b: &mut SpanBuilder, x: f32, y: f32, size: f32, text: &str) -> f32 {
+        let mut x = x;
+        for c in text.chars() {
+            let adv = 0.5 * size;
+            if c != ' ' {
+                b.glyph(x, x + adv, y, size, &c.to_string());
+            }
+            x += adv;
+        }
+        x
+    }
+
+    #[test]
+    fn a_hyphen_joins_by_the_sizes_of_the_word_halves_not_of_the_line() {
+        // A line opening with a command name in a 9 pt typewriter face and going on in 11 pt
+        // roman, hyphenated, then an 11 pt line: one flow, joined as pdftotext joins it.
+        let mut b = SpanBuilder::default();
+        let x = sized(&mut b, 50.0, 700.0, 9.0, "\\cmd");
+        sized(&mut b, x, 700.0, 11.0, ", in contrast, always notwith-");
+        b.flush();
+        sized(&mut b, 50.0, 686.0, 11.0, "standing the current direction");
+        assert_eq!(
+            render(b.finish(), far()),
+            "\\cmd, in contrast, always notwithstanding the current direction"
+        );
+        // Roman text naming long macros in the smaller face, more of them than roman letters.
+        let mut b = SpanBuilder::default();
+        let x = sized(&mut b, 50.0, 700.0, 11.0, "Two ");
+        let x = sized(&mut b, x, 700.0, 9.0, "\\ukrainian@sh@hyphen");
+        sized(&mut b, x, 700.0, 11.0, " de-");
+        b.flush();
+        sized(&mut b, 50.0, 686.0, 11.0, "fined below");
+        assert_eq!(
+            render(b.finish(), far()),
+            "Two \\ukrainian@sh@hyphen defined below"
+        );
+        // A heading set larger than the hyphen before it still keeps the hyphen.
+        let mut b = SpanBuilder::default();
+        sized(&mut b, 50.0, 700.0, 9.0, "small print ends in hyph-");
+        b.flush();
+        sized(&mut b, 50.0, 686.0, 11.0, "Heading");
+        assert_eq!(
+            render(b.finish(), far()),
+            "small print ends in hyph-\nHeading"
+        );
+    }
+
     #[test]
     fn hyphenated_lines_join_within_a_column_not_across_the_gutter() {
         let mut b = SpanBuilder::default();
