@@ -186,8 +186,9 @@ def main():
               + f"; paid call median {statistics.median(r[3] for r in ok):.0f} ms, pdftotext median "
               f"{statistics.median(r[2] for r in ok):.0f} ms")
         # Where a 200's time goes, call by call, from its Server-Timing header: the
-        # facilitator's verify and settle, our work, what the service spent around them (ledger
-        # rows, the answer), and what the buyer's side adds (the 402 round trip, signing).
+        # facilitator's verify, our work, the settle stage (the facilitator's settlement and
+        # its ledger rows), what the service spent around them (the verified row, the answer),
+        # and what the buyer's side adds (the 402 round trip, signing).
         phases = {"verify": [], "work": [], "settle": [], "service, other": [], "buyer's side": []}
         for p in paid:
             if p["status"] != 200 or not p.get("serverTiming"):

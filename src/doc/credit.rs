@@ -26,7 +26,8 @@ pub(super) fn is_photo_credit(text: &str) -> bool {
             && slashed_parts_fit(text))
 }
 
-/// The lengths `slashed` leaves out: the name before the first slash (or bar) at most 60
+/// The lengths `slashed` leaves out, for a trimmed `text` (as every caller passes it): the
+/// name before the first slash (or bar) at most 60
 /// characters, and each part after a later slash at most 40 once the spaces around it are
 /// taken off. The pattern repeats its classes without bounds because bounded repetitions of
 /// `\p{L}` compile to an automaton copied per repetition (a hundred copies of every letter
@@ -75,8 +76,13 @@ fn credit_regexes() -> &'static CreditRegexes {
         // Agencies and picture libraries a credit names.
         let agencies = r"afp|ap|ap photo|reuters|epa|epa-efe|efe|dpa|ansa|anadolu|xinhua|tass|ria novosti|getty images?|shutterstock|istock(?:photo)?|picture[- ]alliance|imago|keystone|sipa|antara|bloomberg|ddp";
         let label = format!(r"^\W*(?:{labels})\s*[:：]");
-        // A caption that ends on its credit in parentheses.
-        let closing = r"\((?:photo|foto|фото|crédit|credit|crédito|image|imagen|bild|picture)(?:\s*:|\s)[^()]{1,80}\)\W*$";
+        // A caption that ends on its credit in parentheses: with a colon ("(credit: NASA)"),
+        // or naming an agency or a slash after a space ("(Photo Lionel Bonaventure. AFP)"), not
+        // "(credit cards only)", "(photo finish)" or "(Bild am Sonntag)".
+        let words = r"photo|foto|фото|crédit|credit|crédito|image|imagen|bild|picture";
+        let closing = format!(
+            r"\((?:{words})(?:\s*:[^()]{{1,80}}|\s[^()]{{0,80}}?(?:\b(?:{agencies})\b|/)[^()]{{0,80}})\)\W*$"
+        );
         // NAME/AGENCY[/AGENCY], alone on its line (lengths: `slashed_parts_fit`).
         let slashed = format!(
             r"^[\p{{L}}\p{{M}} .'’-]*(?:/|\|)\s*(?:{agencies})(?:\s*/\s*[\p{{L}}\p{{M}} .'’-]+)*$"
@@ -88,7 +94,7 @@ fn credit_regexes() -> &'static CreditRegexes {
         let re = |pattern: &str| TextRegex::new(&format!("(?i){pattern}")).expect("static regex");
         CreditRegexes {
             leading: re(&format!("{label}|{by}|{courtesy}")),
-            closing: re(closing),
+            closing: re(&closing),
             slashed: re(&slashed),
         }
     })
@@ -219,6 +225,11 @@ mod tests {
             "Photographers from AFP and Reuters were at the scene.",
             "Fotos und Videos sind im Anhang zu finden.",
             "A spokesperson told Reuters the deal was off.",
+            "Customers can pay in three instalments (credit cards only).",
+            "El Gobierno amplía las ayudas a las familias (crédito fiscal incluido).",
+            "The race was decided by a camera (photo finish).",
+            "Das stand in der Zeitung (Bild am Sonntag).",
+            "A map of the region (image of the map below).",
             "The report came via Reuters.",
             "Reuters",
             "Credit card debt rose again in March, the bank said.",

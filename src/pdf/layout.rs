@@ -1316,15 +1316,17 @@ mod tests {
     #[test]
     fn a_hyphen_joins_by_the_sizes_of_the_word_halves_not_of_the_line() {
         // A line opening with a command name in a 9 pt typewriter face and going on in 11 pt
-        // roman, hyphenated, then an 11 pt line: one flow, joined as pdftotext joins it.
+        // roman, hyphenated, then an 11 pt line: one flow, joined as pdftotext joins it. The
+        // command and its comma make the line's widest span, which starts at 9 pt: the line's
+        // size as its widest span's took the next line for a larger heading (luabidi).
         let mut b = SpanBuilder::default();
-        let x = sized(&mut b, 50.0, 700.0, 9.0, "\\cmd");
+        let x = sized(&mut b, 50.0, 700.0, 9.0, "\\LTRfootnote");
         sized(&mut b, x, 700.0, 11.0, ", in contrast, always notwith-");
         b.flush();
         sized(&mut b, 50.0, 686.0, 11.0, "standing the current direction");
         assert_eq!(
             render(b.finish(), far()),
-            "\\cmd, in contrast, always notwithstanding the current direction"
+            "\\LTRfootnote, in contrast, always notwithstanding the current direction"
         );
         // Roman text naming long macros in the smaller face, more of them than roman letters.
         let mut b = SpanBuilder::default();
