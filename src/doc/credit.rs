@@ -89,8 +89,8 @@ fn credit_regexes() -> &'static CreditRegexes {
         );
         // "Photo by Jane Doe", "Both photos via Getty Images".
         let by = r"^\W*(?:\p{L}+\s+)?(?:photos?|images?|pictures?|fotos?)\s+(?:by|via|courtesy(?: of)?)\s+[^.!?]{1,60}$";
-        // "Courtesy of Andrew Vaughan".
-        let courtesy = r"^\W*courtesy(?: of)?\s+[^.!?]{1,60}$";
+        // "Courtesy of Andrew Vaughan", "Courtesy: NASA" (not a heading "Courtesy matters").
+        let courtesy = r"^\W*courtesy(?:\s+of|\s*:)\s+[^.!?]{1,60}$";
         let re = |pattern: &str| TextRegex::new(&format!("(?i){pattern}")).expect("static regex");
         CreditRegexes {
             leading: re(&format!("{label}|{by}|{courtesy}")),
@@ -184,6 +184,7 @@ mod tests {
             "Both photos via Getty Images",
             "Photo by Jane Doe",
             "Courtesy of Andrew Vaughan",
+            "Courtesy: NASA/JPL",
         ] {
             assert!(is_photo_credit(line), "{line}");
         }
@@ -225,6 +226,7 @@ mod tests {
             "Photographers from AFP and Reuters were at the scene.",
             "Fotos und Videos sind im Anhang zu finden.",
             "A spokesperson told Reuters the deal was off.",
+            "Courtesy matters",
             "Customers can pay in three instalments (credit cards only).",
             "El Gobierno amplía las ayudas a las familias (crédito fiscal incluido).",
             "The race was decided by a camera (photo finish).",
