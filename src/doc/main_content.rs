@@ -155,6 +155,16 @@ struct Regexes {
     ctrl_enter: TextRegex,
 }
 
+/// `ctaintl`'s follow calls ("Síguenos en", "Suivez-nous sur"…): a network must follow within
+/// 40 characters.
+const CTA_INTL_FOLLOW: &str = r"follow (us|me) on|síguenos en|siguenos en|siga-nos|suivez-nous sur|rejoignez-nous sur|seguici su|seguiteci su|folgen sie uns auf|folge uns auf|следите за нами|подписывайтесь на нас|подписывайтесь на наш|urmăriți-ne pe|urmariti-ne pe|urmărește-ne pe|ikuti kami di|na ndiqni (në|ne)|تابعونا على|تابعنا على|obserwuj nas|śledź nas na|volg ons op";
+/// The networks, channels and newsletters a follow call names.
+const CTA_INTL_NETWORKS: &str = r"facebook|instagram|twitter|\bx\b|telegram|whatsapp|google news|tiktok|youtube|linkedin|threads|bluesky|\bvk\b|вконтакте|телеграм|дзен|redes sociales|redes sociais|réseaux sociaux|sozialen (medien|netzwerken)|rrjetet sociale|media sosial|rețelele sociale|social media|فيسبوك|تويتر|تلغرام|واتساب|إنستغرام";
+/// `ctaintl`'s subscription calls, whole.
+const CTA_INTL_SUBSCRIBE: &str = r"suscríbete (a|al) (nuestro |nuestra )?(newsletter|boletín|canal)|únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) (nossa |nosso )?(newsletter|canal)|assine (a|o|nossa|nosso) (newsletter|canal)|entre no (nosso )?canal|abonnez-vous (à|a) (notre|la|nos) (newsletter|lettre|chaîne)|inscrivez-vous (à|a) (notre|la) (newsletter|lettre)|iscriviti (alla|al) (nostra |nostro )?(newsletter|canale)|unisciti al (nostro )?canale|abonnieren sie (unseren|unsere|den) (newsletter|kanal)|подпишитесь на (наш|нашу) (канал|рассылку|телеграм)|abonează-te la (newsletter|canalul)|abonați-vă la (newsletter|canalul)|zapisz się do newslettera|schrijf je in voor (onze|de) nieuwsbrief";
+/// What each of `CTA_INTL_SUBSCRIBE`'s alternatives starts with (`cta_intl_lead`).
+const CTA_INTL_SUBSCRIBE_LEADS: &str = r"suscríbete (a|al) |únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) |assine (a|o|nossa|nosso) |entre no |abonnez-vous (à|a) |inscrivez-vous (à|a) |iscriviti (alla|al) |unisciti al |abonnieren sie (unseren|unsere|den) |подпишитесь на (наш|нашу) |abonează-te la |abonați-vă la |zapisz się do newslettera|schrijf je in voor ";
+
 fn regexes() -> &'static Regexes {
     static R: OnceLock<Regexes> = OnceLock::new();
     R.get_or_init(|| {
@@ -198,12 +208,10 @@ fn regexes() -> &'static Regexes {
             end_marker_intl: re(
                 r"^\W*(últimas noticias|las? más leíd[oa]s|más leíd[oa]s|te recomendamos|también te puede interesar|otras noticias|noticias destacadas|últimas notícias|(as )?mais lidas|recomendado para você|outras notícias|notícias relacionadas|dernières (actualités|infos|nouvelles|publications|publis)|les plus (lus|lues)|articles similaires|dans la même rubrique|ultime notizie|(i |gli articoli )?più lett[ie]|altre notizie|notizie correlate|meistgelesen(e artikel)?|neueste artikel|ähnliche artikel|weitere nachrichten|последние новости|новости по теме|другие новости|самое читаемое|похожие материалы|articole similare|cele mai citite|ultimele știri|știri similare|alte știri|berita terkait|artikel terkait|berita lainnya|berita terkini|berita terpopuler|lajme të ngjashme|më të lexuarat|lajmet e fundit|lajme të tjera|متعلقہ خبریں|مزید خبریں|تازہ ترین خبریں|اخبار ذات صلة|أخبار ذات صلة|الأكثر قراءة|najczęściej czytane|podobne artykuły|meest gelezen|gerelateerde artikelen|相关新闻|热门文章|関連記事)\s*(\(\d+\)|\d+)?\W*$",
             ),
-            cta_intl: re(
-                r"(follow (us|me) on|síguenos en|siguenos en|siga-nos|suivez-nous sur|rejoignez-nous sur|seguici su|seguiteci su|folgen sie uns auf|folge uns auf|следите за нами|подписывайтесь на нас|подписывайтесь на наш|urmăriți-ne pe|urmariti-ne pe|urmărește-ne pe|ikuti kami di|na ndiqni (në|ne)|تابعونا على|تابعنا على|obserwuj nas|śledź nas na|volg ons op).{0,40}?(facebook|instagram|twitter|\bx\b|telegram|whatsapp|google news|tiktok|youtube|linkedin|threads|bluesky|\bvk\b|вконтакте|телеграм|дзен|redes sociales|redes sociais|réseaux sociaux|sozialen (medien|netzwerken)|rrjetet sociale|media sosial|rețelele sociale|social media|فيسبوك|تويتر|تلغرام|واتساب|إنستغرام)|suscríbete (a|al) (nuestro |nuestra )?(newsletter|boletín|canal)|únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) (nossa |nosso )?(newsletter|canal)|assine (a|o|nossa|nosso) (newsletter|canal)|entre no (nosso )?canal|abonnez-vous (à|a) (notre|la|nos) (newsletter|lettre|chaîne)|inscrivez-vous (à|a) (notre|la) (newsletter|lettre)|iscriviti (alla|al) (nostra |nostro )?(newsletter|canale)|unisciti al (nostro )?canale|abonnieren sie (unseren|unsere|den) (newsletter|kanal)|подпишитесь на (наш|нашу) (канал|рассылку|телеграм)|abonează-te la (newsletter|canalul)|abonați-vă la (newsletter|canalul)|zapisz się do newslettera|schrijf je in voor (onze|de) nieuwsbrief",
-            ),
-            cta_intl_lead: re(
-                r"follow (us|me) on|síguenos en|siguenos en|siga-nos|suivez-nous sur|rejoignez-nous sur|seguici su|seguiteci su|folgen sie uns auf|folge uns auf|следите за нами|подписывайтесь на нас|подписывайтесь на наш|urmăriți-ne pe|urmariti-ne pe|urmărește-ne pe|ikuti kami di|na ndiqni (në|ne)|تابعونا على|تابعنا على|obserwuj nas|śledź nas na|volg ons op|suscríbete (a|al) |únete a nuestro canal|unete a nuestro canal|inscreva-se (na|no) |assine (a|o|nossa|nosso) |entre no |abonnez-vous (à|a) |inscrivez-vous (à|a) |iscriviti (alla|al) |unisciti al |abonnieren sie (unseren|unsere|den) |подпишитесь на (наш|нашу) |abonează-te la |abonați-vă la |zapisz się do newslettera|schrijf je in voor ",
-            ),
+            cta_intl: re(&format!(
+                "({CTA_INTL_FOLLOW}).{{0,40}}?({CTA_INTL_NETWORKS})|{CTA_INTL_SUBSCRIBE}"
+            )),
+            cta_intl_lead: re(&format!("{CTA_INTL_FOLLOW}|{CTA_INTL_SUBSCRIBE_LEADS}")),
             teaser_label: re(
                 r"^\W*(see more|read more|read also|also read|read next|don'?t miss|related|watch|listen|recommended|must see|trending|click here|more on this|more:|sign up|subscribe)\b",
             ),
