@@ -155,7 +155,8 @@ fn standard_face(base_font: &[u8], flags: i64) -> StandardFace {
     let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
     let bold = has(b"bold") || has(b"black") || flags & (1 << 18) != 0;
     let italic = has(b"italic") || has(b"oblique") || flags & (1 << 6) != 0;
-    let times = |bold: bool, italic: bool| StandardFace::Latin(usize::from(bold) + 2 * usize::from(italic));
+    let times =
+        |bold: bool, italic: bool| StandardFace::Latin(usize::from(bold) + 2 * usize::from(italic));
     if name.starts_with(b"courier") {
         StandardFace::Courier
     } else if name.starts_with(b"symbol") {
@@ -1078,10 +1079,19 @@ mod tests {
             vec![500.0]
         );
         // Aliases: Arial,Bold is Helvetica-Bold; Courier New is Courier.
-        assert_eq!(advances(vec![("BaseFont", name("Arial,Bold")), win()], b"a"), vec![556.0]);
-        assert_eq!(advances(vec![("BaseFont", name("CourierNewPSMT")), win()], b"i"), vec![600.0]);
+        assert_eq!(
+            advances(vec![("BaseFont", name("Arial,Bold")), win()], b"a"),
+            vec![556.0]
+        );
+        assert_eq!(
+            advances(vec![("BaseFont", name("CourierNewPSMT")), win()], b"i"),
+            vec![600.0]
+        );
         // Symbol by its own encoding: 0x61 is alpha, 631.
-        assert_eq!(advances(vec![("BaseFont", name("Symbol"))], b"a"), vec![631.0]);
+        assert_eq!(
+            advances(vec![("BaseFont", name("Symbol"))], b"a"),
+            vec![631.0]
+        );
         // A Widths array wins.
         let widths = vec![
             ("BaseFont", name("Times-Roman")),
@@ -1096,8 +1106,14 @@ mod tests {
     fn a_font_outside_the_standard_names_is_measured_by_its_flags() {
         use super::{standard_face, StandardFace};
         assert_eq!(standard_face(b"Times-Roman", 0), StandardFace::Latin(0));
-        assert_eq!(standard_face(b"TimesNewRoman,BoldItalic", 0), StandardFace::Latin(3));
-        assert_eq!(standard_face(b"Helvetica-Oblique", 0), StandardFace::Latin(4));
+        assert_eq!(
+            standard_face(b"TimesNewRoman,BoldItalic", 0),
+            StandardFace::Latin(3)
+        );
+        assert_eq!(
+            standard_face(b"Helvetica-Oblique", 0),
+            StandardFace::Latin(4)
+        );
         assert_eq!(standard_face(b"Arial Black", 0), StandardFace::Latin(5));
         // Flags: fixed pitch 1, serif 2, italic 64, force bold 1 << 18.
         assert_eq!(standard_face(b"Garamond", 2), StandardFace::Latin(0));

@@ -1020,8 +1020,14 @@ mod tests {
         b.glyph(40.0, 45.0, 100.0, 10.0, "o");
         b.glyph(43.0, 46.0, 103.0, 10.0, "\u{00B4}");
         let text = render(b.finish(), far());
-        assert!(!text.contains('\u{0300}') && !text.contains('\u{0301}'), "{text:?}");
-        assert!(text.contains('\u{0060}') && text.contains('\u{00B4}'), "{text:?}");
+        assert!(
+            !text.contains('\u{0300}') && !text.contains('\u{0301}'),
+            "{text:?}"
+        );
+        assert!(
+            text.contains('\u{0060}') && text.contains('\u{00B4}'),
+            "{text:?}"
+        );
         // A private-use small capital (txfonts' `asmall`) is a letter to poppler: it takes
         // its breve.
         let mut b = SpanBuilder::default();
