@@ -124,6 +124,80 @@ pub fn helvetica_advance(c: char) -> f32 {
     }
 }
 
+/// The standard face whose metrics a simple font without a `Widths` array is measured with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StandardFace {
+    /// A column of `std14_widths::LATIN` (Times and Helvetica, by weight and slant).
+    Latin(usize),
+    Courier,
+    Symbol,
+    /// ZapfDingbats: no table here.
+    None,
+}
+
+/// Which standard face measures a simple font that comes without `Widths` (the 14 standard
+/// fonts need none, and some producers leave them out for Arial or Times New Roman too), as
+/// poppler's `Gfx8BitFont` decides: the base-14 names and their aliases (Arial is Helvetica,
+/// Times New Roman Times, Courier New Courier), any other font by its descriptor's flags
+/// (fixed pitch: Courier, serif: Times, else Helvetica), bold and italic from the name or the
+/// flags. Issue 15: a hyperref manual in non-embedded Times had every word measured with
+/// Helvetica's widths by code, wider than Times', so the gap before a word in another font
+/// fell under 0.1 em and `like hyperref` read `likehyperref`.
+fn standard_face(base_font: &[u8], flags: i64) -> StandardFace {
+    let name: Vec<u8> = base_font
+        .rsplit(|&c| c == b'+')
+        .next()
+        .unwrap_or(base_font)
+        .iter()
+        .filter(|c| **c != b' ')
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
+    let bold = has(b"bold") || has(b"black") || flags & (1 << 18) != 0;
+    let italic = has(b"italic") || has(b"oblique") || flags & (1 << 6) != 0;
+    let times =
+        |bold: bool, italic: bool| StandardFace::Latin(usize::from(bold) + 2 * usize::from(italic));
+    if name.starts_with(b"courier") {
+        StandardFace::Courier
+    } else if name.starts_with(b"symbol") {
+        StandardFace::Symbol
+    } else if name.starts_with(b"zapfdingbats") {
+        StandardFace::None
+    } else if name.starts_with(b"helvetica") || name.starts_with(b"arial") {
+        StandardFace::Latin(4 + usize::from(bold))
+    } else if name.starts_with(b"times") {
+        times(bold, italic)
+    } else if flags & 1 != 0 {
+        StandardFace::Courier
+    } else if flags & 2 != 0 {
+        times(bold, italic)
+    } else {
+        StandardFace::Latin(4 + usize::from(bold))
+    }
+}
+
+/// The advance (em) of the glyph for `code`, whose text is `text`, in a standard face: by
+/// character for Times and Helvetica (the font's encoding already named the glyph), by code in
+/// Symbol's own encoding. None: the face has no such glyph here.
+fn standard_width(face: StandardFace, code: u8, text: &str) -> Option<f32> {
+    use super::std14_widths::{LATIN, SYMBOL};
+    let w = match face {
+        StandardFace::Latin(col) => {
+            let mut chars = text.chars();
+            let c = chars.next().filter(|_| chars.next().is_none())?;
+            let i = LATIN.binary_search_by(|(k, _)| k.cmp(&c)).ok()?;
+            LATIN[i].1[col]
+        }
+        StandardFace::Courier => 600,
+        StandardFace::Symbol => {
+            let i = SYMBOL.binary_search_by(|(k, _)| k.cmp(&code)).ok()?;
+            SYMBOL[i].1
+        }
+        StandardFace::None => return None,
+    };
+    Some(f32::from(w) * GLYPH_SCALE)
+}
+
 /// Text of a glyph name that the names alone tell: uniXXXX, uXXXX, ligatures, a few common
 /// names lopdf's list may lack. None: ask the glyph list.
 fn glyph_name_text(name: &[u8]) -> Option<String> {
@@ -558,9 +632,21 @@ impl Font {
             .and_then(|o| o.as_name().ok())
             .unwrap_or(b"");
         let mono = base_font.windows(7).any(|w| w == b"Courier");
+        let explicit = get(doc, font, b"Widths").and_then(|o| o.as_array().ok());
+        // No widths given: the standard face's (see `standard_face`).
+        let standard = (explicit.is_none() && subtype != b"Type3").then(|| {
+            let flags = get(doc, font, b"FontDescriptor")
+                .and_then(|o| o.as_dict().ok())
+                .and_then(|fd| get(doc, fd, b"Flags"))
+                .and_then(|o| o.as_i64().ok())
+                .unwrap_or(0);
+            standard_face(base_font, flags)
+        });
         let mut widths: Vec<f32> = (0..256)
             .map(|c: usize| {
-                if let Some(m) = missing {
+                if let Some(w) = standard.and_then(|f| standard_width(f, c as u8, &table[c])) {
+                    w
+                } else if let Some(m) = missing {
                     m * scale
                 } else if mono {
                     0.6
@@ -571,7 +657,7 @@ impl Font {
                 }
             })
             .collect();
-        if let Some(ws) = get(doc, font, b"Widths").and_then(|o| o.as_array().ok()) {
+        if let Some(ws) = explicit {
             let first = get(doc, font, b"FirstChar")
                 .and_then(|o| o.as_i64().ok())
                 .unwrap_or(0);
@@ -965,6 +1051,77 @@ mod tests {
     };
     use lopdf::{Document, Object};
     use std::collections::HashMap;
+
+    /// The advances `each_code` gives for `bytes` in a simple font with these entries.
+    fn advances(entries: Vec<(&str, Object)>, bytes: &[u8]) -> Vec<f32> {
+        let doc = Document::with_version("1.5");
+        let mut dict = lopdf::Dictionary::new();
+        dict.set("Type", Object::Name(b"Font".to_vec()));
+        dict.set("Subtype", Object::Name(b"Type1".to_vec()));
+        for (k, v) in entries {
+            dict.set(k, v);
+        }
+        let mut font = super::Font::load(&doc, &dict, &mut HashMap::new());
+        let mut out = Vec::new();
+        font.each_code(bytes, |_, _, w| out.push((w * 1000.0).round()));
+        out
+    }
+
+    #[test]
+    fn a_standard_font_without_widths_is_measured_with_its_own_metrics() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let win = || ("Encoding", name("WinAnsiEncoding"));
+        // Times: `a` 444, `m` 778, `é` 444 (Helvetica's would be 556, 833, 556).
+        let times = advances(vec![("BaseFont", name("Times-Roman")), win()], b"am\xE9 ");
+        assert_eq!(times, vec![444.0, 778.0, 444.0, 250.0]);
+        assert_eq!(
+            advances(vec![("BaseFont", name("Times-BoldItalic")), win()], b"a"),
+            vec![500.0]
+        );
+        // Aliases: Arial,Bold is Helvetica-Bold; Courier New is Courier.
+        assert_eq!(
+            advances(vec![("BaseFont", name("Arial,Bold")), win()], b"a"),
+            vec![556.0]
+        );
+        assert_eq!(
+            advances(vec![("BaseFont", name("CourierNewPSMT")), win()], b"i"),
+            vec![600.0]
+        );
+        // Symbol by its own encoding: 0x61 is alpha, 631.
+        assert_eq!(
+            advances(vec![("BaseFont", name("Symbol"))], b"a"),
+            vec![631.0]
+        );
+        // A Widths array wins.
+        let widths = vec![
+            ("BaseFont", name("Times-Roman")),
+            win(),
+            ("FirstChar", Object::Integer(97)),
+            ("Widths", Object::Array(vec![Object::Integer(321)])),
+        ];
+        assert_eq!(advances(widths, b"a"), vec![321.0]);
+    }
+
+    #[test]
+    fn a_font_outside_the_standard_names_is_measured_by_its_flags() {
+        use super::{standard_face, StandardFace};
+        assert_eq!(standard_face(b"Times-Roman", 0), StandardFace::Latin(0));
+        assert_eq!(
+            standard_face(b"TimesNewRoman,BoldItalic", 0),
+            StandardFace::Latin(3)
+        );
+        assert_eq!(
+            standard_face(b"Helvetica-Oblique", 0),
+            StandardFace::Latin(4)
+        );
+        assert_eq!(standard_face(b"Arial Black", 0), StandardFace::Latin(5));
+        // Flags: fixed pitch 1, serif 2, italic 64, force bold 1 << 18.
+        assert_eq!(standard_face(b"Garamond", 2), StandardFace::Latin(0));
+        assert_eq!(standard_face(b"Garamond", 2 | 64), StandardFace::Latin(2));
+        assert_eq!(standard_face(b"Letter Gothic", 1), StandardFace::Courier);
+        assert_eq!(standard_face(b"Verdana", 1 << 18), StandardFace::Latin(5));
+        assert_eq!(standard_face(b"ABCDEF+Symbol", 4), StandardFace::Symbol);
+    }
 
     #[test]
     fn a_glyph_of_several_characters_reads_as_the_ordinary_one() {

@@ -201,7 +201,8 @@ impl SpanBuilder {
             let c = mid(x0, x1);
             if let Some(s) = self.cur.as_mut() {
                 let (lx0, lx1) = (s.last_x0, s.last_x0 + s.last_adv);
-                if c >= lx0 && c <= lx1 && near(y, s.y, size) && !s.text.ends_with(' ') {
+                if accent_over(c, lx0, lx1, &s.last) && near(y, s.y, size) && !s.text.ends_with(' ')
+                {
                     s.text.push(combining);
                     return;
                 }
@@ -217,7 +218,7 @@ impl SpanBuilder {
             return;
         }
         match self.accent {
-            Some(a) if mid(a.x0, a.x1) >= x0 && mid(a.x0, a.x1) <= x1 && near(a.y, y, size) => {
+            Some(a) if accent_over(mid(a.x0, a.x1), x0, x1, text) && near(a.y, y, size) => {
                 self.accent = None;
                 self.place(x0, x1, y, size, text);
                 if let Some(s) = self.cur.as_mut() {
@@ -377,6 +378,26 @@ impl SpanBuilder {
         self.flush();
         self.spans
     }
+}
+
+/// Whether a spacing accent centred at `mid` is drawn over the glyph spanning `x0`..`x1` whose
+/// text is `base`, as poppler's `TextWord::addCombining` decides: the base is a letter or a
+/// digit by poppler's character types (`unicodeTypeAlphaNum`: strong left-to-right or
+/// right-to-left, or a number, by bidi class; so a private-use small capital is one, a
+/// spacing accent, U+02C7, is not), and the two centres lie within 0.3 of the base's advance
+/// (`combMaxMidDelta`). An accent over a symbol or beside a letter stays the glyph it is
+/// (issue 15: MusiXTeX's quick reference draws its notes with glyphs its fonts name as accents,
+/// and they were fused into words pdftotext does not have, `ˇ̀`).
+fn accent_over(mid: f32, x0: f32, x1: f32, base: &str) -> bool {
+    use unicode_bidi::{bidi_class, BidiClass};
+    let mut chars = base.chars();
+    let alnum = chars.next().is_some_and(|c| {
+        matches!(
+            bidi_class(c),
+            BidiClass::L | BidiClass::R | BidiClass::AL | BidiClass::EN | BidiClass::AN
+        )
+    }) && chars.next().is_none();
+    alnum && (mid - (x0 + x1) / 2.0).abs() < 0.3 * (x1 - x0).abs()
 }
 
 /// Whether a glyph on baseline `y` at size `size`, after one at (`py`, `psize`), is moved
@@ -985,6 +1006,34 @@ mod tests {
         b.glyph(60.0, 63.0, 100.0, 10.0, "\u{00B4}");
         let text = render(b.finish(), far());
         assert_eq!(text, "зо\u{0301}ш E\u{0308}r \u{00B4}");
+    }
+
+    #[test]
+    fn an_accent_joins_only_a_letter_or_digit_it_is_centred_over() {
+        // A caron over a caron (MusiXTeX's note glyphs), then a grave over a dot: symbols.
+        let mut b = SpanBuilder::default();
+        b.glyph(0.0, 5.0, 100.0, 10.0, "\u{02C7}");
+        b.glyph(0.0, 5.0, 100.0, 10.0, "\u{0060}");
+        b.glyph(20.0, 25.0, 100.0, 10.0, "\u{00B7}");
+        b.glyph(20.0, 25.0, 100.0, 10.0, "\u{0060}");
+        // An acute over the right half of an `o` (centres 2 apart, advance 5): beside it.
+        b.glyph(40.0, 45.0, 100.0, 10.0, "o");
+        b.glyph(43.0, 46.0, 103.0, 10.0, "\u{00B4}");
+        let text = render(b.finish(), far());
+        assert!(
+            !text.contains('\u{0300}') && !text.contains('\u{0301}'),
+            "{text:?}"
+        );
+        assert!(
+            text.contains('\u{0060}') && text.contains('\u{00B4}'),
+            "{text:?}"
+        );
+        // A private-use small capital (txfonts' `asmall`) is a letter to poppler: it takes
+        // its breve.
+        let mut b = SpanBuilder::default();
+        b.glyph(0.0, 5.0, 100.0, 10.0, "\u{F761}");
+        b.glyph(1.0, 4.0, 100.0, 10.0, "\u{02D8}");
+        assert_eq!(render(b.finish(), far()), "\u{F761}\u{0306}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod forms;
 pub mod interp;
 pub mod layout;
 pub mod meta;
+mod std14_widths;
 
 use std::time::{Duration, Instant};
 
