@@ -11,6 +11,53 @@
 use super::text_regex::TextRegex;
 use std::sync::OnceLock;
 
+/// Agencies and picture libraries a credit names.
+const AGENCIES: &str = r"afp|ap|ap photo|reuters|epa|epa-efe|efe|dpa|ansa|anadolu|xinhua|tass|ria novosti|getty images?|shutterstock|istock(?:photo)?|picture[- ]alliance|imago|keystone|sipa|antara|bloomberg|ddp";
+
+/// News agencies a wire story names as its source.
+const NEWS_AGENCIES: &str = r"dpa|afp|ap|reuters|epa|efe|ansa|anadolu|xinhua|tass|ria novosti|интерфакс|тасс|риа новости|apa|sda|kna|epd|dts|ddp|ats|belga|anp|pap|ctk|čtk|mti|kyodo|jiji|yonhap|antara|bernama|pti|ians|ani|europa press|associated press|agence france-presse|upi";
+
+/// Whether `text` (whitespace collapsed, trimmed) is only the name of a news agency or two:
+/// "(dpa)", "AFP", "Reuters", "dpa/AFP" as a whole line, the source tag a wire story carries
+/// under its text. A sentence that names an agency ("A spokesperson told Reuters …") is
+/// longer than its name; the caller asks only of whole short blocks, never of a word inside
+/// a paragraph.
+pub(super) fn is_agency_line(text: &str) -> bool {
+    static R: OnceLock<TextRegex> = OnceLock::new();
+    R.get_or_init(|| {
+        TextRegex::new(&format!(
+            r"(?i)^\W*(?:{NEWS_AGENCIES})(?:\s*[/,;]\s*(?:{NEWS_AGENCIES}))*\W*$"
+        ))
+        .expect("static regex")
+    })
+    .is_match(text)
+}
+
+/// Whether `text` (whitespace collapsed, trimmed) is a picture gallery's counter: "1 / 12",
+/// "Image 3 of 5", "Bild 3 von 10", "Foto 2 de 8" — a position from 1 up to the total. A bare
+/// pair needs spaces around its slash: "9/11" or "12/26" alone is a date as
+/// often as a counter.
+pub(super) fn is_gallery_counter(text: &str) -> bool {
+    static R: OnceLock<regex::Regex> = OnceLock::new();
+    let r = R.get_or_init(|| {
+        let words = r"images?|photos?|pictures?|slides?|bild|foto|fotos|imagen|imagem|immagine|фото|слайд|zdjęcie|gambar";
+        regex::Regex::new(&format!(
+            r"(?i)^\W*(?:({words})\s+)?(\d{{1,3}})(\s*/\s*|\s+(?:of|von|de|di|sur|van|z|из|dari)\s+)(\d{{1,3}})\W*$"
+        ))
+        .expect("static regex")
+    });
+    let Some(c) = r.captures(text) else {
+        return false;
+    };
+    let number = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
+    let (Some(at), Some(of)) = (number(2), number(4)) else {
+        return false;
+    };
+    let worded = c.get(1).is_some() || c[3].trim() != "/";
+    let spaced = c[3].starts_with(char::is_whitespace) && c[3].ends_with(char::is_whitespace);
+    (1..=of).contains(&at) && (worded || spaced)
+}
+
 /// Whether `text` (whitespace collapsed, trimmed) is a photo credit line: a credit label with
 /// its colon ("Foto:", "Crédit photo :", "图片来源："), a caption closing on a parenthesised
 /// credit ("… (credit: NASA/Jude Guidry)", "(Photo X. AFP)"), a photographer and agency joined
@@ -20,10 +67,32 @@ use std::sync::OnceLock;
 pub(super) fn is_photo_credit(text: &str) -> bool {
     let r = credit_regexes();
     r.leading.is_match(text)
+        || r.image_label
+            .find(text)
+            .is_some_and(|m| names_a_source(&text[m.end()..]))
         || (text.contains('(') && r.closing.is_match(text))
         || ((text.contains('/') || text.contains('|'))
             && r.slashed.is_match(text)
             && slashed_parts_fit(text))
+}
+
+/// Whether `rest`, what follows "Image:" or "Picture:", names where a picture comes from
+/// ("Getty Images", "© Reuters", "courtesy of NASA", "via Twitter"). These English words also
+/// label what a text is about — a container image ("Image: nginx:1.25"), a disk image
+/// ("Image: Ubuntu 22.04") — so, unlike "Photo:" or "Foto:", the label alone is not enough: the
+/// source starts with a capital, a © or "courtesy/via/by", and holds no further colon and no
+/// version number.
+fn names_a_source(rest: &str) -> bool {
+    let lower = rest.to_lowercase();
+    let opens = rest.starts_with(|c: char| c.is_uppercase() || c == '©')
+        || ["courtesy ", "via ", "by "]
+            .iter()
+            .any(|w| lower.starts_with(w));
+    let version = rest
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit());
+    opens && !rest.contains([':', '：']) && !version
 }
 
 /// The lengths `slashed` leaves out, for a trimmed `text` (as every caller passes it): the
@@ -57,6 +126,9 @@ struct CreditRegexes {
     closing: TextRegex,
     /// NAME/AGENCY, alone on its line (needs a '/' or '|').
     slashed: TextRegex,
+    /// "Image:", "Picture:", "Illustration:" with its colon and the spaces after it: a credit
+    /// only when a source follows (`names_a_source`).
+    image_label: regex::Regex,
 }
 
 fn credit_regexes() -> &'static CreditRegexes {
@@ -64,7 +136,7 @@ fn credit_regexes() -> &'static CreditRegexes {
     R.get_or_init(|| {
         // The words that head a credit line, by language; a colon must follow.
         let labels = [
-            r"photos?|pictures?|images?|illustrations?|credits?|photo ?credits?|crédits?(?: photos?)?",
+            r"photos?|credits?|photo ?credits?|crédits?(?: photos?)?",
             r"fotos?|bild(?:er)?|bildquelle|bildnachweis|fotonachweis|grafik",
             r"imagen(?:es)?|ilustración|fotografías?|fotografias?|crédito(?: fotográfico)?",
             r"fonte foto|sursa foto|kredit foto|sumber foto|burimi|fotografi",
@@ -73,8 +145,7 @@ fn credit_regexes() -> &'static CreditRegexes {
             r"图片来源|图片|摄影|圖片|写真|사진",
         ]
         .join("|");
-        // Agencies and picture libraries a credit names.
-        let agencies = r"afp|ap|ap photo|reuters|epa|epa-efe|efe|dpa|ansa|anadolu|xinhua|tass|ria novosti|getty images?|shutterstock|istock(?:photo)?|picture[- ]alliance|imago|keystone|sipa|antara|bloomberg|ddp";
+        let agencies = AGENCIES;
         let label = format!(r"^\W*(?:{labels})\s*[:：]");
         // A caption that ends on its credit in parentheses: with a colon ("(credit: NASA)"),
         // or naming an agency or a slash after a space ("(Photo Lionel Bonaventure. AFP)"), not
@@ -96,6 +167,10 @@ fn credit_regexes() -> &'static CreditRegexes {
             leading: re(&format!("{label}|{by}|{courtesy}")),
             closing: re(&closing),
             slashed: re(&slashed),
+            image_label: regex::Regex::new(
+                r"(?i)^\W*(?:images?|pictures?|illustrations?)\s*[:：]\s*",
+            )
+            .expect("static regex"),
         }
     })
 }
@@ -139,11 +214,26 @@ pub(super) fn is_read_also_label(text: &str) -> bool {
 
 /// Whether `text` (whitespace collapsed, trimmed) opens with the label of a tag or topic list
 /// ("Tags:", "Filed under:", "Schlagwörter", "Etiquetas:", "Mots-clés :", "Теги:",
-/// "Kata kunci:", "标签："). Labels that also head a section of an article ("Themen",
-/// "Topics", "Categorías") count only with their colon; the caller asks only of short or
-/// link-heavy blocks, so "Tags are sold at the town hall." is never asked.
-pub(super) fn is_tag_label(text: &str) -> bool {
-    static R: OnceLock<TextRegex> = OnceLock::new();
+/// "Kata kunci:", "标签："). `linked` says the block is mostly link text. Labels that name
+/// nothing but a tag list count either way; labels that also head an article's section or a
+/// field of an info box ("Topics:", "Themen:", "Category: Fiction" in a book review's details)
+/// count only with their colon and only over links — what makes such a line a tag list is that
+/// its entries are links to other pages. The caller asks only of short or link-heavy blocks,
+/// so "Tags are sold at the town hall." is never asked.
+pub(super) fn is_tag_label(text: &str, linked: bool) -> bool {
+    let r = tag_regexes();
+    r.alone.is_match(text) || (linked && r.colon.is_match(text))
+}
+
+struct TagRegexes {
+    /// Labels that name only a tag list, alone or with their colon.
+    alone: TextRegex,
+    /// Labels that also name a section or a field, with their colon.
+    colon: TextRegex,
+}
+
+fn tag_regexes() -> &'static TagRegexes {
+    static R: OnceLock<TagRegexes> = OnceLock::new();
     R.get_or_init(|| {
         // Labels that name nothing but a tag list: alone or with their colon.
         let alone = [
@@ -155,12 +245,12 @@ pub(super) fn is_tag_label(text: &str) -> bool {
         .join("|");
         // Labels that also head an article's own section: only with their colon.
         let colon = r"tag|topics?|keywords|categories|category|themen|kategorien|thèmes|catégories|temas|categorías|categorias|tópicos|argomenti|categorie|темы|рубрики|рубрика|topik|kategori|tematy|onderwerpen|label";
-        TextRegex::new(&format!(
-            r"(?i)^\W*(?:(?:{alone})\s*(?:[:：]|$)|(?:{colon})\s*[:：])"
-        ))
-        .expect("static regex")
+        let re = |pattern: &str| TextRegex::new(pattern).expect("static regex");
+        TagRegexes {
+            alone: re(&format!(r"(?i)^\W*(?:{alone})\s*(?:[:：]|$)")),
+            colon: re(&format!(r"(?i)^\W*(?:{colon})\s*[:：]")),
+        }
     })
-    .is_match(text)
 }
 
 #[cfg(test)]
@@ -185,6 +275,10 @@ mod tests {
             "Photo by Jane Doe",
             "Courtesy of Andrew Vaughan",
             "Courtesy: NASA/JPL",
+            "Image: Getty Images",
+            "Picture: © Reuters",
+            "Image: courtesy of the artist",
+            "Illustration: Jane Doe",
         ] {
             assert!(is_photo_credit(line), "{line}");
         }
@@ -236,9 +330,68 @@ mod tests {
             "Reuters",
             "Credit card debt rose again in March, the bank said.",
             "Courtesy of the mayor, the hall stays open late. It closes at ten.",
+            // Text about a container or disk image, not a picture's source.
+            "Image: nginx:1.25",
+            "Image: Nginx:1.25-alpine",
+            "Image: Ubuntu 22.04",
+            "Images: postgres and redis",
             "",
         ] {
             assert!(!is_photo_credit(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn agency_lines_are_only_an_agency() {
+        for line in [
+            "(dpa)",
+            "AFP",
+            "Reuters",
+            "dpa/AFP",
+            "(AFP/Reuters)",
+            "AP",
+            "Europa Press",
+        ] {
+            assert!(is_agency_line(line), "{line}");
+        }
+        for line in [
+            "A spokesperson told Reuters the deal was off.",
+            "(dpa) Berlin – Die Bundesregierung hat am Mittwoch beschlossen",
+            "Reuters contributed to this report.",
+            "Apart",
+            "AFP 2026",
+            "",
+        ] {
+            assert!(!is_agency_line(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn gallery_counters_are_a_position_and_a_total() {
+        for line in [
+            "1 / 12",
+            "Image 1 of 5",
+            "Bild 3 von 10",
+            "Foto 2 de 8",
+            "Photo 3/10",
+            "12 / 12",
+            "Slide 4 of 20",
+            "1 / 1",
+        ] {
+            assert!(is_gallery_counter(line), "{line}");
+        }
+        for line in [
+            "9/11",
+            "12/26",
+            "01/19",
+            "13 / 12",
+            "0 / 12",
+            "Image 1 of 5 shows the harbour at dawn.",
+            "Chapter 1 of 5",
+            "3 of the 5",
+            "",
+        ] {
+            assert!(!is_gallery_counter(line), "{line}");
         }
     }
 
@@ -278,7 +431,16 @@ mod tests {
             "标签：经济",
             "Tag: Bari, piste ciclabili",
         ] {
-            assert!(is_tag_label(line), "{line}");
+            assert!(is_tag_label(line, true), "{line}");
+        }
+        // Labels that name only a tag list need no links.
+        for line in [
+            "Tags",
+            "Tags: film",
+            "Schlagwörter",
+            "Filed under: Khawarij |",
+        ] {
+            assert!(is_tag_label(line, false), "{line}");
         }
         for line in [
             "Tags are sold at the town hall.",
@@ -288,7 +450,18 @@ mod tests {
             "Tagliandi: 2 euro l'ora.",
             "",
         ] {
-            assert!(!is_tag_label(line), "{line}");
+            assert!(!is_tag_label(line, true), "{line}");
+        }
+        // A field of a review's or a product's details, not links: "Category: Fiction".
+        for line in [
+            "Category: Fiction",
+            "Categories: Crime, Thriller",
+            "Topics: housing and rents",
+            "Themen: Wohnen, Mieten",
+            "Kategorien: Roman",
+            "Tag: 3",
+        ] {
+            assert!(!is_tag_label(line, false), "{line}");
         }
     }
 

@@ -6,7 +6,9 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
-use super::credit::{is_photo_credit, is_read_also_label, is_tag_label};
+use super::credit::{
+    is_agency_line, is_gallery_counter, is_photo_credit, is_read_also_label, is_tag_label,
+};
 use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};
 use super::text_regex::TextRegex;
@@ -151,6 +153,10 @@ struct Regexes {
     boxes: TextRegex,
     /// Notices and disclaimers (class/id): boilerplate once the article's prose is over.
     notice: TextRegex,
+    /// Text a reader of the page never sees (class/id): screen-reader-only labels ("Image",
+    /// "Opens in a new window", "Share this story") and no-script fallbacks ("This slideshow
+    /// requires JavaScript").
+    unseen: TextRegex,
     /// "Found a mistake? Select it and press Ctrl+Enter": an error-report box's text.
     ctrl_enter: TextRegex,
 }
@@ -181,6 +187,9 @@ fn regexes() -> &'static Regexes {
                 r"(^|[-_ ])(cta|abo|paywall-?(box|teaser|prompt))([-_ ]|$)|abonn|subscribe|subscription-?(box|teaser|cta|form|promo|banner)|newsletter|signup|sign-up|membership-?(box|cta|teaser)|author-?(bio|box|info|profile|description|details|card|about)|about-?(the-?)?author|(^|[-_ ])(bio|biography|autorenbox|autor-?info)([-_ ]|$)|cookie|consent|gdpr",
             ),
             notice: re(r"notice|disclaimer|hinweis|avertissement|aviso-?legal"),
+            unseen: re(
+                r"(^|[\s_-])(sr-only|sr-text|visually-?hidden|screen-?reader(-text|-only)?|element-invisible|noscript)([\s_-]|$)",
+            ),
             ctrl_enter: re(r"\bctrl\s*\+\s*enter\b"),
             lead: re(
                 r"(^|[-_ ])(intro|introduction|intro-?text|chapo|chapeau|lead|lede|lead-?text|standfirst|deck|summary|abstract|excerpt|teaser-?text|vorspann|anriss|entradilla|sumario|bajada|sommario)([-_ ]|$)",
@@ -710,6 +719,18 @@ impl<'a> Pass<'a> {
     fn has_block_child(&self, ix: Ix) -> bool {
         let own = u32::from(is_div_to_p_block(self.dom.tag(ix)));
         self.stat[ix].blocks > own
+    }
+
+    /// Whether a block under `ix` (still in play) holds text or a picture: a layout's empty
+    /// `div.clearfix` does not make a short line a container.
+    fn has_block_with_content(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        (ix + 1..dom.nodes[ix].end).any(|d| {
+            !self.gone[d]
+                && dom.elem(d).is_some()
+                && is_div_to_p_block(dom.tag(d))
+                && (self.stat[d].len > 0 || self.stat[d].img > 0)
+        })
     }
 
     /// Runs of inline content (text and phrasing elements) directly inside `ix`, between its
@@ -1266,6 +1287,43 @@ impl<'a> Pass<'a> {
             }
             self.drop_furniture(root, root_ptext);
             self.clean_conditionally(root, root_ptext);
+            self.drop_gallery_counters(root);
+        }
+    }
+
+    /// A picture gallery's counter ("1 / 12", "Image 3 of 5", "Bild 3 von 10") is the
+    /// slideshow's control, not text (`counter`). It goes after the conditional cleaning, so
+    /// that the gallery holding it is judged as before: without the counters' text a gallery
+    /// reads as a box of images alone, and the cleaning took its pictures too.
+    fn drop_gallery_counters(&mut self, root: Ix) {
+        if off("counter") {
+            return;
+        }
+        let dom = self.dom;
+        for ix in root + 1..dom.nodes[root].end {
+            if self.gone[ix] || dom.elem(ix).is_none() {
+                continue;
+            }
+            let st = self.stat[ix];
+            // Cheap tests first: short, no picture, a digit, no block inside.
+            if st.len == 0
+                || st.len >= 30
+                || st.img != 0
+                || !matches!(
+                    dom.tag(ix),
+                    "p" | "div" | "span" | "small" | "em" | "i" | "strong" | "b" | "li"
+                )
+                || self.has_block_child(ix)
+            {
+                continue;
+            }
+            let text = collapse_ws(&dom.raw_text(ix));
+            if text.bytes().any(|b| b.is_ascii_digit()) && is_gallery_counter(text.trim()) {
+                if debug() {
+                    eprintln!("  gallery counter {ix} {:?}", text.trim());
+                }
+                self.remove(ix);
+            }
         }
     }
 
@@ -1356,7 +1414,43 @@ impl<'a> Pass<'a> {
                 .ancestors(ix)
                 .take_while(|&a| a != root)
                 .any(|a| self.gone[a])
-            && is_end_marker(collapse_ws(&dom.raw_text(ix)).trim())
+            && self.ends_article(ix, collapse_ws(&dom.raw_text(ix)).trim())
+    }
+
+    /// Whether the heading or short line `ix`, whose text is `text`, ends the article in its
+    /// container: an English end marker ("Related articles", "Comments") always; one of the
+    /// wider set in other languages ("Últimas noticias", "Les plus lus", `endintl`) only when
+    /// no prose paragraph comes next — these words also title a section of an article ("Últimas
+    /// noticias" over a paragraph on the latest news of a case), while the boilerplate they
+    /// head is a list of headline links.
+    fn ends_article(&self, ix: Ix, text: &str) -> bool {
+        let r = regexes();
+        r.end_marker.is_match(text)
+            || (!off("endintl") && r.end_marker_intl.is_match(text) && !self.prose_follows(ix))
+    }
+
+    /// Whether the next element after `ix` under the same parent (still in play) is a prose
+    /// paragraph: a `p`, or a `div` with no block inside, of 80 characters or more of
+    /// link-free paragraph text and a link density under 0.25 (as `end_article` reads prose).
+    fn prose_follows(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        let Some(p) = dom.nodes[ix].parent else {
+            return false;
+        };
+        let kids = &dom.nodes[p].children;
+        let Some(at) = kids.iter().position(|&k| k == ix) else {
+            return false;
+        };
+        kids[at + 1..]
+            .iter()
+            .copied()
+            .find(|&k| !self.gone[k] && dom.elem(k).is_some())
+            .is_some_and(|k| {
+                let st = self.stat[k];
+                (dom.tag(k) == "p" || (dom.tag(k) == "div" && !self.has_block_child(k)))
+                    && st.ptext >= 80
+                    && st.link_density() < 0.25
+            })
     }
 
     /// What the first pass of `clean` does with element `ix`, still in play: the first rule
@@ -1374,7 +1468,7 @@ impl<'a> Pass<'a> {
         if (heading || (st.len < 60 && matches!(tag, "p" | "div" | "span" | "strong")))
             && st.len < 100
             && !off("endmarker")
-            && is_end_marker(collapse_ws(&dom.raw_text(ix)).trim())
+            && self.ends_article(ix, collapse_ws(&dom.raw_text(ix)).trim())
         {
             if debug() {
                 eprintln!("  end marker {ix} <{tag}> {:?}", dom.raw_text(ix).trim());
@@ -1390,6 +1484,18 @@ impl<'a> Pass<'a> {
         }
         let ci = class_id(dom, ix);
         if ci.len() > 1 && r.share.is_match(&ci) && st.len < 500 {
+            return Cut::Element;
+        }
+        // Text the page hides from its readers: screen-reader-only labels (nytimes's "Image"
+        // under each picture, "Opens in a new window") and no-script fallbacks (WordPress's
+        // "This slideshow requires JavaScript"), short and with no picture (`srtext`).
+        if ci.len() > 1
+            && st.len < 200
+            && st.img == 0
+            && !off("srtext")
+            && r.unseen.is_match(&ci)
+            && !holds_embed(dom, ix)
+        {
             return Cut::Element;
         }
         if self.is_furniture(ix, tag, st, &ci, root_ptext) {
@@ -1465,7 +1571,7 @@ impl<'a> Pass<'a> {
                 let text = text.trim();
                 r.teaser_label.is_match(text)
                     || (!off("readalso") && is_read_also_label(text))
-                    || (!off("taglabel") && is_tag_label(text))
+                    || (!off("taglabel") && is_tag_label(text, st.link * 2 >= st.len))
             };
         let call_to_action = || {
             matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
@@ -1491,12 +1597,16 @@ impl<'a> Pass<'a> {
                 && st.ptext * 2 < root_ptext.max(1)
                 && (tag == "p" || !self.has_block_child(ix))
         };
-        // Bylines, and date, update or source lines in many languages (`dateline`).
+        // Bylines, and date, update or source lines in many languages (`dateline`). A line
+        // whose only blocks are empty is still one line: "First Published: …" with a
+        // `div.clearfix` inside (`emptyblock`).
         let byline = || {
             matches!(tag, "p" | "div" | "span" | "small" | "em" | "i")
                 && st.len < 80
                 && !off("bylinetext")
-                && (tag == "p" || !self.has_block_child(ix))
+                && (tag == "p"
+                    || !self.has_block_child(ix)
+                    || (!off("emptyblock") && !self.has_block_with_content(ix)))
                 && {
                     let text = collapse_ws(&dom.raw_text(ix));
                     let text = text.trim();
@@ -1529,6 +1639,16 @@ impl<'a> Pass<'a> {
                 && st.ptext * 2 < root_ptext.max(1)
                 && is_photo_credit(collapse_ws(&dom.raw_text(ix)).trim())
         };
+        // A wire story's source alone on its line: "(dpa)", "AFP", "Reuters" (`agency`). Only a
+        // whole paragraph or block: a `span` or `strong` naming an agency sits in a sentence.
+        let agency = || {
+            matches!(tag, "p" | "div")
+                && st.len < 40
+                && st.img == 0
+                && !off("agency")
+                && !self.has_block_child(ix)
+                && is_agency_line(collapse_ws(&dom.raw_text(ix)).trim())
+        };
         teaser
             || call_to_action()
             || link_paragraph()
@@ -1536,6 +1656,7 @@ impl<'a> Pass<'a> {
             || legal()
             || ad_label()
             || photo_credit()
+            || agency()
     }
 
     /// Captions, dates, author credits and furniture classes: short, little of the root's
@@ -1796,14 +1917,6 @@ impl<'a> Pass<'a> {
     fn text_len(&self, roots: &[Ix]) -> u32 {
         roots.iter().map(|&r| self.stat[r].len).sum()
     }
-}
-
-/// A heading or short line after which the article is over in its container ("Related
-/// articles", "Comments"), in English and the languages of `end_marker`, or in the wider set
-/// of `end_marker_intl` ("Últimas noticias", "Cele mai citite", "Berita terkait").
-fn is_end_marker(text: &str) -> bool {
-    let r = regexes();
-    r.end_marker.is_match(text) || (!off("endintl") && r.end_marker_intl.is_match(text))
 }
 
 /// Whether `ix` holds an embedded post (tweet, Instagram, TikTok…): quoted content, however
@@ -2190,7 +2303,13 @@ mod tests {
                 // above its links, a "Tag:" line of links, a "Seguici su Facebook" line and an
                 // "Ultime notizie" list closing the body; prose about the photo, prose opening
                 // with "Leggi anche" or "Ultime notizie", a quote with "seguici su" and a short
-                // "Tagliandi: …" line stay.
+                // "Tagliandi: …" line stay. Seventh round: a gallery's counter "Foto 2 di 8"
+                // (`counter`) and a wire source "(ANSA)" alone on its line (`agency`) go; a
+                // "Categorie: …" field with no links (`taglabel`), "Image: nginx:1.25" about a
+                // container (`credit`), an "Ultime notizie" heading over a paragraph of prose
+                // (`endintl`), "Lotto 1 di 3" and "Lo ha riferito l'ANSA." stay; a date line
+                // with an empty `div.clearfix` inside goes (`emptyblock`), and so do a
+                // screen-reader-only "Immagine" and a no-script notice (`srtext`).
                 "it-credits-read-also",
                 include_str!("../../fixtures/pages/recall/it-credits-read-also.html"),
                 &[
@@ -2201,8 +2320,19 @@ mod tests {
                     "Ultime notizie dal cantiere",
                     "seguici su questa strada",
                     "Tagliandi: 2 euro l'ora.",
+                    "Categorie: Cronaca",
+                    "Image: nginx:1.25",
+                    "## Ultime notizie\n\nAggiornamento delle 18",
+                    "Lotto 1 di 3",
+                    "Lo ha riferito l'ANSA.",
+                    "tracciato.jpg",
                 ],
                 &[
+                    "Foto 2 di 8",
+                    "(ANSA)",
+                    "Pubblicato il 3 marzo",
+                    "Immagine",
+                    "richiede JavaScript",
                     "Il lungomare di Bari all'alba",
                     "Marco Lupo / ANSA",
                     "**Leggi anche**",
