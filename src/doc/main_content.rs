@@ -2198,6 +2198,22 @@ mod tests {
                 &["نشر في:", "آخر تحديث", "جميع الحقوق محفوظة"],
             ),
             (
+                // `utilityclass`: the body's Tailwind classes style its descendants'
+                // `.header`s; the unlikely-class test took that for the element's role.
+                "en-utility-classes",
+                include_str!("../../fixtures/pages/recall/en-utility-classes.html"),
+                &[
+                    "installing any of its versions deploys a service",
+                    "registers a scheduled task that starts it at every logon",
+                    "rotate every browser-stored credential",
+                ],
+                &[
+                    "The Latest from the blog",
+                    "poisoned the shared package cache",
+                    "All rights reserved",
+                ],
+            ),
+            (
                 // `dateline`: source, date and editor lines of a Chinese news page; an
                 // event's "时间：… 地点：…" line is the article's.
                 "zh-source-line",
