@@ -496,6 +496,28 @@ fn class_id(dom: &Dom, ix: Ix) -> String {
     format!("{class} {id}")
 }
 
+/// `class_id` without the utility classes that carry a variant prefix (Tailwind's
+/// `lg:border-r`, `hover:underline`, `[&_.expressive-code_.header]:!bg-white`): they style a
+/// breakpoint, a state or a descendant and say nothing of what the element itself is, yet
+/// their words ("header", "menu") matched the unlikely pattern and took out a whole article
+/// body (the domdown test pages' safedep.io post). `utilityclass` switches it off.
+fn role_class_id(dom: &Dom, ix: Ix) -> String {
+    let ci = class_id(dom, ix);
+    if off("utilityclass") {
+        return ci;
+    }
+    role_tokens(&ci)
+}
+
+/// The class/id tokens that can name a role: those without a variant prefix (a `:`).
+fn role_tokens(class_id: &str) -> String {
+    class_id
+        .split_ascii_whitespace()
+        .filter(|t| !t.contains(':'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn class_weight(dom: &Dom, ix: Ix) -> f64 {
     let r = regexes();
     let mut w = 0.0;
@@ -618,7 +640,7 @@ impl<'a> Pass<'a> {
                 {
                     continue;
                 }
-                let ci = class_id(dom, ix);
+                let ci = role_class_id(dom, ix);
                 if ci.len() > 1
                     && r.unlikely.is_match(&ci)
                     && !r.maybe.is_match(&ci)
@@ -2060,6 +2082,28 @@ mod tests {
     }
 
     #[test]
+    fn variant_prefixed_utility_classes_do_not_name_a_role() {
+        assert_eq!(
+            super::role_tokens("[&_.x_.header]:!bg-white prose lg:menu-none hover:underline "),
+            "prose"
+        );
+        // A body whose utility classes style its descendants' headers and menus is kept.
+        let html = format!(
+            r#"<html><head><title>A Post</title></head><body>
+            <nav><a href="/">Home</a> <a href="/blog">Blog</a></nav>
+            <main><h1>A Post</h1>
+              <div class="prose [&_.code_.header]:!bg-white lg:menu-wide">{}</div>
+            </main>
+            <section><h2>The latest posts</h2>{}</section></body></html>"#,
+            para("the attack", 8),
+            para("another post", 4)
+        );
+        let md = html_to_markdown(&html, None).unwrap().markdown;
+        assert!(md.contains("Paragraph 7 about the attack"), "{md}");
+        assert!(!md.contains("about another post"), "{md}");
+    }
+
+    #[test]
     fn comment_sections_in_layout_tables_are_recognised() {
         use super::is_comment_section_in_table as c;
         assert!(c("ul", "commentlist "));
@@ -2265,6 +2309,22 @@ mod tests {
                     "خلال الأسابيع المقبلة",
                 ],
                 &["نشر في:", "آخر تحديث", "جميع الحقوق محفوظة"],
+            ),
+            (
+                // `utilityclass`: the body's Tailwind classes style its descendants'
+                // `.header`s; the unlikely-class test took that for the element's role.
+                "en-utility-classes",
+                include_str!("../../fixtures/pages/recall/en-utility-classes.html"),
+                &[
+                    "installing any of its versions deploys a service",
+                    "registers a scheduled task that starts it at every logon",
+                    "rotate every browser-stored credential",
+                ],
+                &[
+                    "The Latest from the blog",
+                    "poisoned the shared package cache",
+                    "All rights reserved",
+                ],
             ),
             (
                 // `dateline`: source, date and editor lines of a Chinese news page; an
