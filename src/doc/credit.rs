@@ -11,11 +11,21 @@
 use super::text_regex::TextRegex;
 use std::sync::OnceLock;
 
-/// Agencies and picture libraries a credit names.
-const AGENCIES: &str = r"afp|ap|ap photo|reuters|epa|epa-efe|efe|dpa|ansa|anadolu|xinhua|tass|ria novosti|getty images?|shutterstock|istock(?:photo)?|picture[- ]alliance|imago|keystone|sipa|antara|bloomberg|ddp";
+/// News agencies that are also picture sources: named by a photo credit and by a wire story.
+const WIRE_AGENCIES: &str =
+    r"afp|ap|reuters|epa|efe|dpa|ansa|anadolu|xinhua|tass|ria novosti|antara|ddp";
 
-/// News agencies a wire story names as its source.
-const NEWS_AGENCIES: &str = r"dpa|afp|ap|reuters|epa|efe|ansa|anadolu|xinhua|tass|ria novosti|интерфакс|тасс|риа новости|apa|sda|kna|epd|dts|ddp|ats|belga|anp|pap|ctk|čtk|mti|kyodo|jiji|yonhap|antara|bernama|pti|ians|ani|europa press|associated press|agence france-presse|upi";
+/// Picture libraries and agencies' photo services a credit names (with `WIRE_AGENCIES`).
+const PICTURE_SOURCES: &str = r"ap photo|epa-efe|getty images?|shutterstock|istock(?:photo)?|picture[- ]alliance|imago|keystone|sipa|bloomberg";
+
+/// News agencies a wire story names as its source (with `WIRE_AGENCIES`): national agencies
+/// of the languages the sets hold (the Russian names written out, as Russian wire lines are).
+const OTHER_NEWS_AGENCIES: &str = r"интерфакс|тасс|риа новости|apa|sda|kna|epd|dts|ats|belga|anp|pap|ctk|čtk|mti|kyodo|jiji|yonhap|bernama|pti|ians|ani|europa press|associated press|agence france-presse|upi";
+
+/// Agency acronyms the German-language press writes in lower case; any other name of three
+/// letters or fewer counts only in capitals ("AFP", "APA"), so that "Apa?", "Ani." or "ap"
+/// on a line of their own are words, not sources.
+const LOWER_CASE_AGENCIES: &[&str] = &["dpa", "epd", "ddp", "dts", "kna", "sda"];
 
 /// Whether `text` (whitespace collapsed, trimmed) is only the name of a news agency or two:
 /// "(dpa)", "AFP", "Reuters", "dpa/AFP" as a whole line, the source tag a wire story carries
@@ -24,14 +34,32 @@ const NEWS_AGENCIES: &str = r"dpa|afp|ap|reuters|epa|efe|ansa|anadolu|xinhua|tas
 /// a paragraph.
 pub(super) fn is_agency_line(text: &str) -> bool {
     static R: OnceLock<TextRegex> = OnceLock::new();
-    R.get_or_init(|| {
-        TextRegex::new(&format!(
-            r"(?i)^\W*(?:{NEWS_AGENCIES})(?:\s*[/,;]\s*(?:{NEWS_AGENCIES}))*\W*$"
-        ))
-        .expect("static regex")
-    })
-    .is_match(text)
+    let matched = R
+        .get_or_init(|| {
+            let news = format!("{WIRE_AGENCIES}|{OTHER_NEWS_AGENCIES}");
+            TextRegex::new(&format!(
+                r"(?i)^\W*(?:{news})(?:\s*[/,;]\s*(?:{news}))*\W*$"
+            ))
+            .expect("static regex")
+        })
+        .is_match(text);
+    // A colon makes the name a label ("AP:" before a question in an interview).
+    matched && !text.ends_with([':', '：']) && short_names_as_agencies_write_them(text)
 }
+
+/// Whether every word of three letters or fewer in `text` is written in capitals, or is one
+/// of [`LOWER_CASE_AGENCIES`] in lower case.
+fn short_names_as_agencies_write_them(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty() && w.chars().count() <= 3)
+        .all(|w| {
+            w.chars().all(char::is_uppercase)
+                || (w.chars().all(char::is_lowercase) && LOWER_CASE_AGENCIES.contains(&w))
+        })
+}
+
+/// The words a gallery counter counts in ("Image 3 of 5", "Bild 3 von 10", "Foto 2 de 8").
+const COUNTED_PICTURES: &str = r"images?|photos?|pictures?|slides?|bild|foto|fotos|imagen|imagem|immagine|фото|слайд|zdjęcie|gambar";
 
 /// Whether `text` (whitespace collapsed, trimmed) is a picture gallery's counter: "1 / 12",
 /// "Image 3 of 5", "Bild 3 von 10", "Foto 2 de 8" — a position from 1 up to the total. A bare
@@ -40,7 +68,7 @@ pub(super) fn is_agency_line(text: &str) -> bool {
 pub(super) fn is_gallery_counter(text: &str) -> bool {
     static R: OnceLock<regex::Regex> = OnceLock::new();
     let r = R.get_or_init(|| {
-        let words = r"images?|photos?|pictures?|slides?|bild|foto|fotos|imagen|imagem|immagine|фото|слайд|zdjęcie|gambar";
+        let words = COUNTED_PICTURES;
         regex::Regex::new(&format!(
             r"(?i)^\W*(?:({words})\s+)?(\d{{1,3}})(\s*/\s*|\s+(?:of|von|de|di|sur|van|z|из|dari)\s+)(\d{{1,3}})\W*$"
         ))
@@ -56,6 +84,17 @@ pub(super) fn is_gallery_counter(text: &str) -> bool {
     let worded = c.get(1).is_some() || c[3].trim() != "/";
     let spaced = c[3].starts_with(char::is_whitespace) && c[3].ends_with(char::is_whitespace);
     (1..=of).contains(&at) && (worded || spaced)
+}
+
+/// Whether a gallery counter ([`is_gallery_counter`]) names what it counts ("Image 3 of 5",
+/// "Bild 3 von 10"): a bare "3 of 5" or "8 / 10" is as often a score or a share, so the caller
+/// asks for a gallery around it.
+pub(super) fn counter_names_a_picture(text: &str) -> bool {
+    static R: OnceLock<regex::Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        regex::Regex::new(&format!(r"(?i)^\W*(?:{COUNTED_PICTURES})\s+\d")).expect("static regex")
+    })
+    .is_match(text)
 }
 
 /// Whether `text` (whitespace collapsed, trimmed) is a photo credit line: a credit label with
@@ -92,7 +131,10 @@ fn names_a_source(rest: &str) -> bool {
         .as_bytes()
         .windows(3)
         .any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit());
-    opens && !rest.contains([':', '：']) && !version
+    // A source is a name, not a sentence: "Picture: A woman walks past a mural in Kyiv."
+    // describes the picture.
+    let name_like = rest.split_whitespace().count() <= 6 && !rest.trim_end().ends_with('.');
+    opens && name_like && !rest.contains([':', '：']) && !version
 }
 
 /// The lengths `slashed` leaves out, for a trimmed `text` (as every caller passes it): the
@@ -145,7 +187,7 @@ fn credit_regexes() -> &'static CreditRegexes {
             r"图片来源|图片|摄影|圖片|写真|사진",
         ]
         .join("|");
-        let agencies = AGENCIES;
+        let agencies = format!("{WIRE_AGENCIES}|{PICTURE_SOURCES}");
         let label = format!(r"^\W*(?:{labels})\s*[:：]");
         // A caption that ends on its credit in parentheses: with a colon ("(credit: NASA)"),
         // or naming an agency or a slash after a space ("(Photo Lionel Bonaventure. AFP)"), not
@@ -223,6 +265,17 @@ pub(super) fn is_read_also_label(text: &str) -> bool {
 pub(super) fn is_tag_label(text: &str, linked: bool) -> bool {
     let r = tag_regexes();
     r.alone.is_match(text) || (linked && r.colon.is_match(text))
+}
+
+/// Whether the entries after a label are mostly link text, for [`is_tag_label`]'s `linked`:
+/// `link` and `len` are the block's linked and whole text lengths in characters. The label
+/// and its colon are never linked, so they are left out: "Category: UK" with "UK" linked is a
+/// list of links, "Category: Fiction" with nothing linked is a field.
+pub(super) fn links_after_label(text: &str, link: u32, len: u32) -> bool {
+    let label = text
+        .find([':', '：'])
+        .map_or(0, |i| text[..i].chars().count() + 1);
+    link > 0 && link.saturating_mul(2) >= len.saturating_sub(label as u32)
 }
 
 struct TagRegexes {
@@ -335,6 +388,9 @@ mod tests {
             "Image: Nginx:1.25-alpine",
             "Image: Ubuntu 22.04",
             "Images: postgres and redis",
+            // A description of the picture, not its source.
+            "Picture: A woman walks past a mural in Kyiv.",
+            "Image: The base image your container starts from.",
             "",
         ] {
             assert!(!is_photo_credit(line), "{line}");
@@ -360,9 +416,46 @@ mod tests {
             "Reuters contributed to this report.",
             "Apart",
             "AFP 2026",
+            // Words, not sources: short names count only as agencies write them.
+            "Apa?",
+            "Ani.",
+            "ap",
+            "Pap!",
+            // A speaker's label in an interview.
+            "AP:",
             "",
         ] {
             assert!(!is_agency_line(line), "{line}");
+        }
+        for line in ["APA", "(sda)", "ТАСС", "РИА Новости", "dpa/AFP"] {
+            assert!(is_agency_line(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_label_is_a_list_of_links_when_its_entries_are_linked() {
+        // "Category: UK" with "UK" linked: 2 of the 3 characters after the label.
+        assert!(links_after_label("Category: UK", 2, 12));
+        assert!(links_after_label("Topics: Brexit, Trade", 12, 21));
+        // Nothing linked: a field of an info box.
+        assert!(!links_after_label("Category: Fiction", 0, 17));
+        // One short link among long unlinked entries.
+        assert!(!links_after_label(
+            "Topics: Brexit, trade and the tariffs of 2026",
+            6,
+            45
+        ));
+        // No label: the whole text counts, as before.
+        assert!(links_after_label("Bari, piste ciclabili", 21, 21));
+    }
+
+    #[test]
+    fn a_counter_names_a_picture_or_needs_a_gallery() {
+        for line in ["Image 3 of 5", "Bild 3 von 10", "Foto 2 di 8", "photos 1/4"] {
+            assert!(counter_names_a_picture(line), "{line}");
+        }
+        for line in ["3 of 5", "1 / 12", "8 / 10", "Lotto 1 di 3"] {
+            assert!(!counter_names_a_picture(line), "{line}");
         }
     }
 

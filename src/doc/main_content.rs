@@ -7,7 +7,8 @@
 //! elements) removed — a page always yields its readable text.
 
 use super::credit::{
-    is_agency_line, is_gallery_counter, is_photo_credit, is_read_also_label, is_tag_label,
+    counter_names_a_picture, is_agency_line, is_gallery_counter, is_photo_credit,
+    is_read_also_label, is_tag_label, links_after_label,
 };
 use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};
@@ -507,6 +508,15 @@ fn role_class_id(dom: &Dom, ix: Ix) -> String {
         return ci;
     }
     role_tokens(&ci)
+}
+
+/// Whether a class list shows what a screen-reader-only class hides: Tailwind's
+/// `not-sr-only` (also behind a breakpoint, `md:not-sr-only`) undoes `sr-only`, so the text is
+/// on screen (`srtext` must keep it).
+fn shown_again(class_id: &str) -> bool {
+    class_id
+        .split_whitespace()
+        .any(|t| t.rsplit(':').next().is_some_and(|t| t == "not-sr-only"))
 }
 
 /// The class/id tokens that can name a role: those without a variant prefix (a `:`).
@@ -1339,14 +1349,47 @@ impl<'a> Pass<'a> {
             {
                 continue;
             }
+            // An inline counter must be alone in its parent: "Only <strong>3 of 5</strong>
+            // patients responded" is a sentence.
+            let inline = !matches!(dom.tag(ix), "p" | "div" | "li");
+            if inline
+                && dom.nodes[ix]
+                    .parent
+                    .is_none_or(|p| self.stat[p].len != st.len)
+            {
+                continue;
+            }
             let text = collapse_ws(&dom.raw_text(ix));
-            if text.bytes().any(|b| b.is_ascii_digit()) && is_gallery_counter(text.trim()) {
+            let text = text.trim();
+            if text.bytes().any(|b| b.is_ascii_digit())
+                && is_gallery_counter(text)
+                && (counter_names_a_picture(text) || self.in_gallery(ix))
+            {
                 if debug() {
-                    eprintln!("  gallery counter {ix} {:?}", text.trim());
+                    eprintln!("  gallery counter {ix} {text:?}");
                 }
                 self.remove(ix);
             }
         }
+    }
+
+    /// Whether `ix` sits in a picture gallery: its parent is a slide (a picture still in play
+    /// and little text beside it), or one of its three nearest ancestors names a gallery,
+    /// slide show or carousel in its class or id. An article body with pictures somewhere in
+    /// it is not one: "8 / 10" alone under a review's text is its score.
+    fn in_gallery(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        dom.nodes[ix]
+            .parent
+            .is_some_and(|p| self.stat[p].img > 0 && self.stat[p].len < 200)
+            || dom.ancestors(ix).take(3).any(|a| {
+                let c = class_id(dom, a).to_ascii_lowercase();
+                [
+                    "gallery", "slide", "carousel", "lightbox", "swiper", "counter",
+                ]
+                .iter()
+                .any(|w| c.contains(w))
+            })
     }
 
     /// The first pass of `clean`: each element under `root` judged by `furniture_cut`, in
@@ -1453,7 +1496,8 @@ impl<'a> Pass<'a> {
 
     /// Whether the next element after `ix` under the same parent (still in play) is a prose
     /// paragraph: a `p`, or a `div` with no block inside, of 80 characters or more of
-    /// link-free paragraph text and a link density under 0.25 (as `end_article` reads prose).
+    /// link-free paragraph text and a link density under 0.25 (the thresholds `end_article` uses
+    /// for the prose after an end marker, which counts only `p`s).
     fn prose_follows(&self, ix: Ix) -> bool {
         let dom = self.dom;
         let Some(p) = dom.nodes[ix].parent else {
@@ -1516,6 +1560,7 @@ impl<'a> Pass<'a> {
             && st.img == 0
             && !off("srtext")
             && r.unseen.is_match(&ci)
+            && !shown_again(&ci)
             && !holds_embed(dom, ix)
         {
             return Cut::Element;
@@ -1593,7 +1638,8 @@ impl<'a> Pass<'a> {
                 let text = text.trim();
                 r.teaser_label.is_match(text)
                     || (!off("readalso") && is_read_also_label(text))
-                    || (!off("taglabel") && is_tag_label(text, st.link * 2 >= st.len))
+                    || (!off("taglabel")
+                        && is_tag_label(text, links_after_label(text, st.link, st.len)))
             };
         let call_to_action = || {
             matches!(tag, "p" | "div" | "em" | "i" | "strong" | "b")
@@ -2082,6 +2128,14 @@ mod tests {
     }
 
     #[test]
+    fn a_class_that_undoes_sr_only_shows_the_text() {
+        assert!(super::shown_again("sr-only md:not-sr-only"));
+        assert!(super::shown_again("not-sr-only"));
+        assert!(!super::shown_again("sr-only"));
+        assert!(!super::shown_again("visually-hidden not-sr-only-x"));
+    }
+
+    #[test]
     fn variant_prefixed_utility_classes_do_not_name_a_role() {
         assert_eq!(
             super::role_tokens("[&_.x_.header]:!bg-white prose lg:menu-none hover:underline "),
@@ -2386,9 +2440,13 @@ mod tests {
                     "Lotto 1 di 3",
                     "Lo ha riferito l'ANSA.",
                     "tracciato.jpg",
+                    "Solo **3 di 5** cantieri",
+                    "8 / 10",
+                    "\n\nApa?",
                 ],
                 &[
                     "Foto 2 di 8",
+                    "4 / 8",
                     "(ANSA)",
                     "Pubblicato il 3 marzo",
                     "Immagine",

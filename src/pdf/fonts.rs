@@ -136,9 +136,10 @@ enum StandardFace {
 }
 
 /// Which standard face measures a simple font that comes without `Widths` (the 14 standard
-/// fonts need none, and some producers leave them out for Arial or Times New Roman too), as
-/// poppler's `Gfx8BitFont` decides: the base-14 names and their aliases (Arial is Helvetica,
-/// Times New Roman Times, Courier New Courier), any other font by its descriptor's flags
+/// fonts need none, and some producers leave them out for Arial or Times New Roman too),
+/// approximating poppler's `Gfx8BitFont`: the base-14 names and their aliases (Arial is
+/// Helvetica, Times New Roman Times, Courier New Courier; poppler's alias table is exact, this
+/// matches by prefix and name words, so "Arial Black" is Helvetica-Bold), any other font by its descriptor's flags
 /// (fixed pitch: Courier, serif: Times, else Helvetica), bold and italic from the name or the
 /// flags. Issue 15: a hyperref manual in non-embedded Times had every word measured with
 /// Helvetica's widths by code, wider than Times', so the gap before a word in another font
