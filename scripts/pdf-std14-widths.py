@@ -16,8 +16,20 @@ and needs no table; ZapfDingbats is left out (its names are not in the list).
 import glob, os, re, sys
 
 GROFF = sorted(glob.glob('/usr/share/groff/*/font/devps'))[-1]
+
+
+def locked_version(crate):
+    """The version of `crate` that Cargo.lock pins (the one our reader is built with; a sort of
+    the registry's folders would take lopdf-0.9 over lopdf-0.39)."""
+    lock = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Cargo.lock')).read()
+    m = re.search(r'\[\[package\]\]\nname = "%s"\nversion = "([^"]+)"' % re.escape(crate), lock)
+    if not m:
+        sys.exit(f'{crate} is not in Cargo.lock')
+    return m.group(1)
+
+
 LOPDF = sorted(glob.glob(os.path.expanduser(
-    '~/.cargo/registry/src/*/lopdf-*/src/encodings/glyphnames.rs')))[-1]
+    f'~/.cargo/registry/src/*/lopdf-{locked_version("lopdf")}/src/encodings/glyphnames.rs')))[-1]
 LATIN = [('TR', 'Times-Roman'), ('TB', 'Times-Bold'), ('TI', 'Times-Italic'),
          ('TBI', 'Times-BoldItalic'), ('HR', 'Helvetica'), ('HB', 'Helvetica-Bold')]
 
