@@ -6,9 +6,9 @@
 //! found the whole body is returned with only hard boilerplate (scripts, navigation, hidden
 //! elements) removed — a page always yields its readable text.
 
+use super::counter::{counter_names_a_picture, is_gallery_counter};
 use super::credit::{
-    counter_names_a_picture, is_agency_line, is_gallery_counter, is_photo_credit,
-    is_read_also_label, is_tag_label, links_after_label,
+    is_agency_line, is_photo_credit, is_read_also_label, is_tag_label, links_after_label,
 };
 use super::dateline::is_dateline;
 use super::dom::{collapse_ws, Dom, Ix, Kind};

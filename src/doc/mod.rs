@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod charset;
+mod counter;
 mod credit;
 mod dateline;
 mod dom;
