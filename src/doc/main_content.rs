@@ -491,28 +491,31 @@ fn heading_toggle(dom: &Dom, ix: Ix) -> bool {
         .is_some_and(|p| matches!(dom.tag(p), "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "dt"))
 }
 
+/// An element's class and id, as every class-reading rule sees them: the words that can name
+/// its role ([`role_part`]).
 fn class_id(dom: &Dom, ix: Ix) -> String {
-    let class = dom.attr(ix, "class").unwrap_or("");
-    let id = dom.attr(ix, "id").unwrap_or("");
+    let class = role_part(dom.attr(ix, "class").unwrap_or(""));
+    let id = role_part(dom.attr(ix, "id").unwrap_or(""));
     format!("{class} {id}")
 }
 
-/// `class_id` without the utility classes that carry a variant prefix (Tailwind's
+/// A class or id value without the utility classes that carry a variant prefix (Tailwind's
 /// `lg:border-r`, `hover:underline`, `[&_.expressive-code_.header]:!bg-white`): they style a
 /// breakpoint, a state or a descendant and say nothing of what the element itself is, yet
-/// their words ("header", "menu") matched the unlikely pattern and took out a whole article
-/// body (the domdown test pages' safedep.io post). `utilityclass` switches it off.
-fn role_class_id(dom: &Dom, ix: Ix) -> String {
-    let ci = class_id(dom, ix);
-    if off("utilityclass") {
-        return ci;
+/// their words ("header", "menu", "comment") matched the role patterns and took out a whole
+/// article body (the domdown test pages' safedep.io post). Borrowed, and unchanged, when the
+/// value has no `:` (nearly every page). `utilityclass` switches it off.
+fn role_part(value: &str) -> std::borrow::Cow<'_, str> {
+    if !value.contains(':') || off("utilityclass") {
+        return value.into();
     }
-    role_tokens(&ci)
+    role_tokens(value).into()
 }
 
-/// Whether a class list shows what a screen-reader-only class hides: Tailwind's
-/// `not-sr-only` (also behind a breakpoint, `md:not-sr-only`) undoes `sr-only`, so the text is
-/// on screen (`srtext` must keep it).
+/// Whether a class attribute shows what a screen-reader-only class hides: Tailwind's
+/// `not-sr-only` (also behind a breakpoint, `md:not-sr-only`, which [`class_id`] leaves out:
+/// so this reads the attribute itself) undoes `sr-only`, so the text is on screen (`srtext`
+/// must keep it).
 fn shown_again(class_id: &str) -> bool {
     class_id
         .split_whitespace()
@@ -535,10 +538,11 @@ fn class_weight(dom: &Dom, ix: Ix) -> f64 {
         .into_iter()
         .flatten()
     {
-        if r.negative.is_match(v) {
+        let v = role_part(v);
+        if r.negative.is_match(&v) {
             w -= 25.0;
         }
-        if r.positive.is_match(v) {
+        if r.positive.is_match(&v) {
             w += 25.0;
         }
     }
@@ -650,7 +654,7 @@ impl<'a> Pass<'a> {
                 {
                     continue;
                 }
-                let ci = role_class_id(dom, ix);
+                let ci = class_id(dom, ix);
                 if ci.len() > 1
                     && r.unlikely.is_match(&ci)
                     && !r.maybe.is_match(&ci)
@@ -1560,7 +1564,7 @@ impl<'a> Pass<'a> {
             && st.img == 0
             && !off("srtext")
             && r.unseen.is_match(&ci)
-            && !shown_again(&ci)
+            && !shown_again(dom.attr(ix, "class").unwrap_or(""))
             && !holds_embed(dom, ix)
         {
             return Cut::Element;
@@ -2155,6 +2159,27 @@ mod tests {
         let md = html_to_markdown(&html, None).unwrap().markdown;
         assert!(md.contains("Paragraph 7 about the attack"), "{md}");
         assert!(!md.contains("about another post"), "{md}");
+    }
+
+    #[test]
+    fn every_class_reading_rule_sees_only_role_words() {
+        use super::super::dom::Dom;
+        use super::super::parse::Budget;
+        let dom = Dom::parse(
+            r#"<div class="prose [&_.comment]:text-sm" id="a"></div><div class="comment"></div>"#,
+            &Budget::default(),
+        )
+        .unwrap();
+        let div = |n: usize| {
+            (0..dom.nodes.len())
+                .filter(|&i| dom.tag(i) == "div")
+                .nth(n)
+                .unwrap()
+        };
+        // The descendant's "comment" says nothing of the body: no weight, not in class_id.
+        assert_eq!(super::class_weight(&dom, div(0)), 0.0);
+        assert_eq!(super::class_id(&dom, div(0)), "prose a");
+        assert!(super::class_weight(&dom, div(1)) < 0.0);
     }
 
     #[test]
