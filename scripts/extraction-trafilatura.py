@@ -2,7 +2,7 @@
 """Runs trafilatura on an extraction set, for the side-by-side table in docs/doc.md.
 
     python3 scripts/extraction-trafilatura.py (--scrapinghub|--readability|--set) DIR \\
-        [--split dev|holdout|holdout2|holdout3|holdout4|all] --out predictions.json
+        [--split dev|holdout|holdout2|holdout3|holdout4|holdout5|all] --out predictions.json
 
 Run it with a Python that has trafilatura installed (a scratch venv outside the repository:
 `python3 -m venv /tmp/traf && /tmp/traf/bin/pip install trafilatura`); nothing in the project
@@ -46,7 +46,7 @@ def main() -> int:
     kind.add_argument("--scrapinghub", type=Path)
     kind.add_argument("--readability", type=Path)
     kind.add_argument("--set", type=Path)
-    ap.add_argument("--split", default="dev", choices=["dev", "holdout", "holdout2", "holdout3", "holdout4", "all"])
+    ap.add_argument("--split", default="dev", choices=["dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"])
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     name, root = next((k, v) for k, v in vars(args).items()
