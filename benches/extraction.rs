@@ -109,8 +109,10 @@ fn parse_args() -> Result<Args, String> {
             s => dir = Some(PathBuf::from(s)),
         }
     }
-    if !["dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"]
-        .contains(&a.split.as_str())
+    if ![
+        "dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all",
+    ]
+    .contains(&a.split.as_str())
     {
         return Err(format!(
             "--split {}: dev, holdout, holdout2, holdout3, holdout4, holdout5 or all",
