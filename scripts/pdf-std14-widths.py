@@ -9,7 +9,9 @@ afmtodit from Adobe's AFM files: widths per glyph name, in 1/1000 em), and the g
 the lopdf crate in the cargo registry (glyph name -> UTF-16 code), which is the list our
 reader resolves glyph names with, so a font's code -> text table and these widths agree.
 Helvetica-Oblique and -BoldOblique have the upright faces' widths; Courier is 600 throughout
-and needs no table; ZapfDingbats is left out (its names are not in the list).
+and needs no table; Symbol and ZapfDingbats are by code in their own encodings (ZapfDingbats
+with its glyph names, `a1` … `a191`, which lopdf's list does not know: a Differences array
+in a ZapfDingbats font names its glyphs so).
 
     python3 scripts/pdf-std14-widths.py > src/pdf/std14_widths.rs
 """
@@ -83,7 +85,27 @@ def main():
     o.write('];\n\n/// Symbol, by code in its built-in encoding.\npub const SYMBOL: &[(u8, u16)] = &[\n')
     for c in sorted(symbol):
         o.write('    (%d, %d),\n' % (c, symbol[c]))
+    o.write('];\n\n/// ZapfDingbats, by code in its built-in encoding: (code, glyph name, width).\n')
+    o.write('pub const ZAPF_DINGBATS: &[(u8, &str, u16)] = &[\n')
+    zapf = metrics('ZD', by_code=True)
+    zapf_names = zd_names()
+    for c in sorted(zapf):
+        o.write('    (%d, "%s", %d),\n' % (c, zapf_names[c], zapf[c]))
     o.write('];\n')
+
+
+def zd_names():
+    """code -> glyph name of groff's ZapfDingbats (ZD)."""
+    out, on = {}, False
+    for line in open(os.path.join(GROFF, 'ZD'), encoding='latin-1'):
+        line = line.rstrip('\n')
+        if line == 'charset':
+            on = True
+            continue
+        f = line.split('\t')
+        if on and len(f) >= 5 and f[1] != '"' and 0 <= int(f[3]) < 256:
+            out.setdefault(int(f[3]), f[4])
+    return out
 
 
 def rust_char(c):

@@ -131,72 +131,190 @@ enum StandardFace {
     Latin(usize),
     Courier,
     Symbol,
-    /// ZapfDingbats: no table here.
-    None,
+    /// ZapfDingbats, by code in its own encoding.
+    Dingbats,
 }
 
+/// The base-14 font names and the aliases poppler's `Gfx8BitFont` takes for them (its
+/// `base14FontMap`: the PDF 1.4 reference's implementation note 44 and what Acrobat 4 wrote
+/// for Arial, Times New Roman and Courier New), matched exactly once spaces are removed, in
+/// byte order for a binary search. The faces are the metrics' columns: Times-Roman 0, -Bold
+/// 1, -Italic 2, -BoldItalic 3, Helvetica 4 and Helvetica-Bold 5 (the obliques have their
+/// upright face's widths).
+const BASE14_NAMES: &[(&[u8], StandardFace)] = {
+    use StandardFace::{Courier as C, Latin as L, Symbol as S};
+    &[
+        (b"Arial", L(4)),
+        (b"Arial,Bold", L(5)),
+        (b"Arial,BoldItalic", L(5)),
+        (b"Arial,Italic", L(4)),
+        (b"Arial-Bold", L(5)),
+        (b"Arial-BoldItalic", L(5)),
+        (b"Arial-BoldItalicMT", L(5)),
+        (b"Arial-BoldMT", L(5)),
+        (b"Arial-Italic", L(4)),
+        (b"Arial-ItalicMT", L(4)),
+        (b"ArialMT", L(4)),
+        (b"Courier", C),
+        (b"Courier,Bold", C),
+        (b"Courier,BoldItalic", C),
+        (b"Courier,Italic", C),
+        (b"Courier-Bold", C),
+        (b"Courier-BoldOblique", C),
+        (b"Courier-Oblique", C),
+        (b"CourierNew", C),
+        (b"CourierNew,Bold", C),
+        (b"CourierNew,BoldItalic", C),
+        (b"CourierNew,Italic", C),
+        (b"CourierNew-Bold", C),
+        (b"CourierNew-BoldItalic", C),
+        (b"CourierNew-Italic", C),
+        (b"CourierNewPS-BoldItalicMT", C),
+        (b"CourierNewPS-BoldMT", C),
+        (b"CourierNewPS-ItalicMT", C),
+        (b"CourierNewPSMT", C),
+        (b"Helvetica", L(4)),
+        (b"Helvetica,Bold", L(5)),
+        (b"Helvetica,BoldItalic", L(5)),
+        (b"Helvetica,Italic", L(4)),
+        (b"Helvetica-Bold", L(5)),
+        (b"Helvetica-BoldItalic", L(5)),
+        (b"Helvetica-BoldOblique", L(5)),
+        (b"Helvetica-Italic", L(4)),
+        (b"Helvetica-Oblique", L(4)),
+        (b"Symbol", S),
+        (b"Symbol,Bold", S),
+        (b"Symbol,BoldItalic", S),
+        (b"Symbol,Italic", S),
+        (b"SymbolMT", S),
+        (b"SymbolMT,Bold", S),
+        (b"SymbolMT,BoldItalic", S),
+        (b"SymbolMT,Italic", S),
+        (b"Times-Bold", L(1)),
+        (b"Times-BoldItalic", L(3)),
+        (b"Times-Italic", L(2)),
+        (b"Times-Roman", L(0)),
+        (b"TimesNewRoman", L(0)),
+        (b"TimesNewRoman,Bold", L(1)),
+        (b"TimesNewRoman,BoldItalic", L(3)),
+        (b"TimesNewRoman,Italic", L(2)),
+        (b"TimesNewRoman-Bold", L(1)),
+        (b"TimesNewRoman-BoldItalic", L(3)),
+        (b"TimesNewRoman-Italic", L(2)),
+        (b"TimesNewRomanPS", L(0)),
+        (b"TimesNewRomanPS-Bold", L(1)),
+        (b"TimesNewRomanPS-BoldItalic", L(3)),
+        (b"TimesNewRomanPS-BoldItalicMT", L(3)),
+        (b"TimesNewRomanPS-BoldMT", L(1)),
+        (b"TimesNewRomanPS-Italic", L(2)),
+        (b"TimesNewRomanPS-ItalicMT", L(2)),
+        (b"TimesNewRomanPSMT", L(0)),
+        (b"TimesNewRomanPSMT,Bold", L(1)),
+        (b"TimesNewRomanPSMT,BoldItalic", L(3)),
+        (b"TimesNewRomanPSMT,Italic", L(2)),
+        (b"ZapfDingbats", StandardFace::Dingbats),
+    ]
+};
+
 /// Which standard face measures a simple font that comes without `Widths` (the 14 standard
-/// fonts need none, and some producers leave them out for Arial or Times New Roman too),
-/// approximating poppler's `Gfx8BitFont`: the base-14 names and their aliases (Arial is
-/// Helvetica, Times New Roman Times, Courier New Courier; poppler's alias table is exact, this
-/// matches by prefix and name words, so "Arial Black" is Helvetica-Bold), any other font by its descriptor's flags
-/// (fixed pitch: Courier, serif: Times, else Helvetica), bold and italic from the name or the
-/// flags. Issue 15: a hyperref manual in non-embedded Times had every word measured with
-/// Helvetica's widths by code, wider than Times', so the gap before a word in another font
-/// fell under 0.1 em and `like hyperref` read `likehyperref`.
-fn standard_face(base_font: &[u8], flags: i64) -> StandardFace {
-    let name: Vec<u8> = base_font
-        .rsplit(|&c| c == b'+')
-        .next()
-        .unwrap_or(base_font)
-        .iter()
-        .filter(|c| **c != b' ')
-        .map(u8::to_ascii_lowercase)
-        .collect();
-    let has = |w: &[u8]| name.windows(w.len()).any(|x| x == w);
-    let bold = has(b"bold") || has(b"black") || flags & (1 << 18) != 0;
-    let italic = has(b"italic") || has(b"oblique") || flags & (1 << 6) != 0;
-    let times =
-        |bold: bool, italic: bool| StandardFace::Latin(usize::from(bold) + 2 * usize::from(italic));
-    if name.starts_with(b"courier") {
-        StandardFace::Courier
-    } else if name.starts_with(b"symbol") {
-        StandardFace::Symbol
-    } else if name.starts_with(b"zapfdingbats") {
-        StandardFace::None
-    } else if name.starts_with(b"helvetica") || name.starts_with(b"arial") {
-        StandardFace::Latin(4 + usize::from(bold))
-    } else if name.starts_with(b"times") {
-        times(bold, italic)
-    } else if flags & 1 != 0 {
+/// fonts need none, and some producers leave them out for Arial or Times New Roman too), as
+/// poppler's `Gfx8BitFont` decides it:
+/// - `base_font`: the `BaseFont` name. With its spaces removed, a name of `BASE14_NAMES`
+///   (exactly: "Arial Black", "Helvetica-Narrow", "Times-RomanSC" are not base-14 names, and
+///   neither is a subset-tagged `ABCDEF+Arial`, whose font program is embedded) is that face.
+/// - `flags`: the descriptor's `Flags`, None when the font has no descriptor or no integer
+///   `Flags` (poppler then assumes serif, "Times-Roman by default"). Any other name is
+///   measured by them alone: fixed pitch (bit 1) Courier, else serif (bit 2) Times, else
+///   Helvetica; bold from the force-bold bit (19), italic from bit 7, never from the name.
+///
+/// Issue 15: a hyperref manual in non-embedded Times had every word measured with Helvetica's
+/// widths by code, wider than Times', so the gap before a word in another font fell under
+/// 0.1 em and `like hyperref` read `likehyperref`; the ninth round matched the names by
+/// prefix, which took "Arial Black" and "Times-RomanSC" for standard faces poppler does not.
+fn standard_face(base_font: &[u8], flags: Option<i64>) -> StandardFace {
+    let name: Vec<u8> = base_font.iter().copied().filter(|&c| c != b' ').collect();
+    if let Ok(i) = BASE14_NAMES.binary_search_by(|(n, _)| n.cmp(&name.as_slice())) {
+        return BASE14_NAMES[i].1;
+    }
+    let flags = flags.unwrap_or(2);
+    let bold = flags & (1 << 18) != 0;
+    let italic = flags & (1 << 6) != 0;
+    if flags & 1 != 0 {
         StandardFace::Courier
     } else if flags & 2 != 0 {
-        times(bold, italic)
+        StandardFace::Latin(usize::from(bold) + 2 * usize::from(italic))
     } else {
         StandardFace::Latin(4 + usize::from(bold))
     }
 }
 
-/// The advance (em) of the glyph for `code`, whose text is `text`, in a standard face: by
-/// character for Times and Helvetica (the font's encoding already named the glyph), by code in
-/// Symbol's own encoding. None: the face has no such glyph here.
-fn standard_width(face: StandardFace, code: u8, text: &str) -> Option<f32> {
-    use super::std14_widths::{LATIN, SYMBOL};
+/// What a standard face says of one code's width.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StandardWidth {
+    /// The face's metric (em).
+    Metric(f32),
+    /// The glyph is one the face's AFM lacks: poppler gives it the descriptor's
+    /// `MissingWidth`, else 0.
+    Missing,
+    /// Nothing known here: the reader's own fallback.
+    Unknown,
+}
+
+/// The width of the glyph for `code` in a standard face, looked up as poppler looks it up, by
+/// the glyph the font's encoding names (before any ToUnicode):
+/// - `text`: what the encoding's glyph name reads as. One character is that glyph; the
+///   ligatures `fi` and `fl` are the AFM's `fi` and `fl` glyphs; `ff`, `ffi` and `ffl`,
+///   which the standard fonts' AFMs do not have, are `Missing` (poppler: `MissingWidth`);
+///   U+00A0 and U+00AD, which WinAnsi and Latin-1 name `space` and `hyphen` in poppler's
+///   tables (its `nbspace`/`sfthyphen` have no AFM metric either), are measured as those.
+/// - `code`: Symbol is measured by code in its own encoding; code 32 with no glyph is the
+///   space (poppler's "kludge for broken PDF files that encode char 32 as .notdef").
+fn standard_width(face: StandardFace, code: u8, text: &str) -> StandardWidth {
+    use super::std14_widths::{LATIN, SYMBOL, ZAPF_DINGBATS};
     let w = match face {
-        StandardFace::Latin(col) => {
-            let mut chars = text.chars();
-            let c = chars.next().filter(|_| chars.next().is_none())?;
-            let i = LATIN.binary_search_by(|(k, _)| k.cmp(&c)).ok()?;
-            LATIN[i].1[col]
+        StandardFace::Symbol => SYMBOL
+            .binary_search_by(|(k, _)| k.cmp(&code))
+            .ok()
+            .map(|i| SYMBOL[i].1),
+        StandardFace::Dingbats => ZAPF_DINGBATS
+            .binary_search_by(|(k, _, _)| k.cmp(&code))
+            .ok()
+            .map(|i| ZAPF_DINGBATS[i].2),
+        _ => {
+            let c = match text {
+                "" if code == 32 => ' ',
+                "fi" => '\u{FB01}',
+                "fl" => '\u{FB02}',
+                "ff" | "ffi" | "ffl" | "\u{FB00}" | "\u{FB03}" | "\u{FB04}" => {
+                    return StandardWidth::Missing
+                }
+                "\u{A0}" => ' ',
+                "\u{AD}" => '-',
+                _ => {
+                    let mut chars = text.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => c,
+                        _ => return StandardWidth::Unknown,
+                    }
+                }
+            };
+            if face == StandardFace::Courier {
+                Some(600)
+            } else {
+                let StandardFace::Latin(col) = face else {
+                    return StandardWidth::Unknown;
+                };
+                LATIN
+                    .binary_search_by(|(k, _)| k.cmp(&c))
+                    .ok()
+                    .map(|i| LATIN[i].1[col])
+            }
         }
-        StandardFace::Courier => 600,
-        StandardFace::Symbol => {
-            let i = SYMBOL.binary_search_by(|(k, _)| k.cmp(&code)).ok()?;
-            SYMBOL[i].1
-        }
-        StandardFace::None => return None,
     };
-    Some(f32::from(w) * GLYPH_SCALE)
+    match w {
+        Some(w) => StandardWidth::Metric(f32::from(w) * GLYPH_SCALE),
+        None => StandardWidth::Unknown,
+    }
 }
 
 /// Text of a glyph name that the names alone tell: uniXXXX, uXXXX, ligatures, a few common
@@ -414,6 +532,65 @@ fn base_table(doc: &Document, name: Option<&[u8]>) -> Vec<Box<str>> {
 /// Omega as the letters (U+0394, U+03A9) rather than the increment and ohm signs.
 const SYMBOL: &str = " !∀#∃%&∋()∗+,−./0123456789:;<=>?≅ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ[∴]⊥_\0αβχδεφγηιϕκλμνοπθρστυϖωξψζ{|}∼\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0ϒ′≤⁄∞ƒ♣♦♥♠↔←↑→↓°±″≥×∝∂•÷≠≡≈…⏐⎯↵ℵℑℜ℘⊗⊕∅∩∪⊃⊇⊄⊂⊆∈∉∠∇®©™∏√⋅¬∧∨⇔⇐⇑⇒⇓◊〈®©™∑⎛⎜⎝⎡⎢⎣⎧⎨⎩⎪\0〉∫⌠⎮⌡⎞⎟⎠⎤⎥⎦⎫⎬⎭";
 
+/// The character of a code in ZapfDingbats' built-in encoding (0x20 is the space): the
+/// Unicode Dingbats block was laid out after that font, so most codes are U+2700 plus the
+/// code less 0x20, or for 0xA1 on U+2760 plus the code less 0xA0; the rest are the
+/// characters Unicode already had (☎, ☛, ★, ●, ■, the card suits, ①–⑩, the arrows), as the
+/// ZapfDingbats glyph list maps them. None: no glyph (0x7F, 0x8E–0xA0, 0xF0, 0xFF).
+fn zapf_dingbats_char(code: u8) -> Option<char> {
+    let u = match code {
+        0x20 => 0x20,
+        0x25 => 0x260E,
+        0x2A => 0x261B,
+        0x2B => 0x261E,
+        0x48 => 0x2605,
+        0x6C => 0x25CF,
+        0x6E => 0x25A0,
+        0x73 => 0x25B2,
+        0x74 => 0x25BC,
+        0x75 => 0x25C6,
+        0x77 => 0x25D7,
+        0x21..=0x7E => 0x2700 + u32::from(code) - 0x20,
+        0x80..=0x8D => 0x2768 + u32::from(code) - 0x80,
+        0xA1..=0xA7 => 0x2760 + u32::from(code) - 0xA0,
+        0xA8 => 0x2663,
+        0xA9 => 0x2666,
+        0xAA => 0x2665,
+        0xAB => 0x2660,
+        0xAC..=0xB5 => 0x2460 + u32::from(code) - 0xAC,
+        0xB6..=0xD4 => 0x2776 + u32::from(code) - 0xB6,
+        0xD5 => 0x2192,
+        0xD6 => 0x2194,
+        0xD7 => 0x2195,
+        0xD8..=0xEF => 0x2798 + u32::from(code) - 0xD8,
+        0xF1..=0xFE => 0x27B1 + u32::from(code) - 0xF1,
+        _ => return None,
+    };
+    char::from_u32(u)
+}
+
+/// The text of a ZapfDingbats glyph name (`a20` is ✔): its code in the font's own encoding,
+/// read as there. None: not one of its names.
+fn zapf_dingbats_name_text(name: &[u8]) -> Option<char> {
+    use super::std14_widths::ZAPF_DINGBATS;
+    let (code, _, _) = ZAPF_DINGBATS
+        .iter()
+        .find(|(_, n, _)| n.as_bytes() == name)?;
+    zapf_dingbats_char(*code)
+}
+
+/// ZapfDingbats' built-in encoding as a 256-entry table (see `zapf_dingbats_char`).
+fn zapf_dingbats_table() -> Vec<Box<str>> {
+    (0..=255u8)
+        .map(|c| {
+            zapf_dingbats_char(c)
+                .map(|c| c.to_string())
+                .unwrap_or_default()
+                .into()
+        })
+        .collect()
+}
+
 /// The encoding a simple font brings itself when the PDF names none: Symbol's for the
 /// standard Symbol font, the `dup <code> /<glyph> put` entries of an embedded Type1 program's
 /// clear-text part (pdfTeX writes no /Encoding for Computer Modern: CMMI's code 11 is alpha),
@@ -556,7 +733,14 @@ impl Font {
             ) => Some(n),
             _ => None,
         };
+        // ZapfDingbats (any name ending so) has its own encoding whatever the font dictionary
+        // names, as in poppler's `Gfx8BitFont` (issue 15: a form's check boxes, drawn with
+        // `4`, ZapfDingbats' ✔, read as the digit 4).
+        let zapf = get(doc, font, b"BaseFont")
+            .and_then(|o| o.as_name().ok())
+            .is_some_and(|n| n.ends_with(b"ZapfDingbats"));
         let (mut table, mut unknown) = match base_name {
+            _ if zapf => (zapf_dingbats_table(), false),
             Some(_) => (base_table(doc, base_name), false),
             // No base encoding named: the font's own (issue 15: Symbol and TeX maths fonts
             // came out as Latin letters through StandardEncoding).
@@ -576,7 +760,10 @@ impl Font {
                     Object::Integer(i) => code = *i,
                     Object::Name(n) => {
                         if (0..256).contains(&code) {
-                            let t = name_text(doc, n, numeric, names);
+                            let t = match zapf.then(|| zapf_dingbats_name_text(n)).flatten() {
+                                Some(c) => c.to_string().into(),
+                                None => name_text(doc, n, numeric, names),
+                            };
                             unknown |= t.is_empty() && n != b".notdef";
                             table[code as usize] = t;
                         }
@@ -601,6 +788,23 @@ impl Font {
                 }
             }
         }
+        // No widths given: the standard face's, by the glyphs the encoding names, before
+        // ToUnicode (see `standard_face`, `standard_width`).
+        let base_font = get(doc, font, b"BaseFont")
+            .and_then(|o| o.as_name().ok())
+            .unwrap_or(b"");
+        let explicit = get(doc, font, b"Widths").and_then(|o| o.as_array().ok());
+        let standard: Option<Vec<StandardWidth>> = (explicit.is_none() && subtype != b"Type3")
+            .then(|| {
+                let flags = get(doc, font, b"FontDescriptor")
+                    .and_then(|o| o.as_dict().ok())
+                    .and_then(|fd| get(doc, fd, b"Flags"))
+                    .and_then(|o| o.as_i64().ok());
+                let face = standard_face(base_font, flags);
+                (0..256)
+                    .map(|c| standard_width(face, c as u8, &table[c]))
+                    .collect()
+            });
         // ToUnicode wins where it knows the code.
         if let Some(tu) = to_unicode(doc, font) {
             for (code, slot) in table.iter_mut().enumerate() {
@@ -629,26 +833,16 @@ impl Font {
             .and_then(|fd| get(doc, fd, b"MissingWidth"))
             .and_then(num)
             .filter(|w| *w > 0.0);
-        let base_font = get(doc, font, b"BaseFont")
-            .and_then(|o| o.as_name().ok())
-            .unwrap_or(b"");
         let mono = base_font.windows(7).any(|w| w == b"Courier");
-        let explicit = get(doc, font, b"Widths").and_then(|o| o.as_array().ok());
-        // No widths given: the standard face's (see `standard_face`).
-        let standard = (explicit.is_none() && subtype != b"Type3").then(|| {
-            let flags = get(doc, font, b"FontDescriptor")
-                .and_then(|o| o.as_dict().ok())
-                .and_then(|fd| get(doc, fd, b"Flags"))
-                .and_then(|o| o.as_i64().ok())
-                .unwrap_or(0);
-            standard_face(base_font, flags)
-        });
         let mut widths: Vec<f32> = (0..256)
             .map(|c: usize| {
-                if let Some(w) = standard.and_then(|f| standard_width(f, c as u8, &table[c])) {
+                let known = standard.as_ref().map_or(StandardWidth::Unknown, |s| s[c]);
+                if let StandardWidth::Metric(w) = known {
                     w
                 } else if let Some(m) = missing {
                     m * scale
+                } else if known == StandardWidth::Missing {
+                    0.0
                 } else if mono {
                     0.6
                 } else if (32..=126).contains(&c) {
@@ -1106,22 +1300,145 @@ mod tests {
     #[test]
     fn a_font_outside_the_standard_names_is_measured_by_its_flags() {
         use super::{standard_face, StandardFace};
-        assert_eq!(standard_face(b"Times-Roman", 0), StandardFace::Latin(0));
+        // Flags: fixed pitch 1, serif 2, italic 64, force bold 1 << 18.
+        assert_eq!(standard_face(b"Garamond", Some(2)), StandardFace::Latin(0));
         assert_eq!(
-            standard_face(b"TimesNewRoman,BoldItalic", 0),
-            StandardFace::Latin(3)
+            standard_face(b"Garamond", Some(2 | 64)),
+            StandardFace::Latin(2)
         );
         assert_eq!(
-            standard_face(b"Helvetica-Oblique", 0),
+            standard_face(b"Letter Gothic", Some(1)),
+            StandardFace::Courier
+        );
+        assert_eq!(
+            standard_face(b"Verdana", Some(1 << 18)),
+            StandardFace::Latin(5)
+        );
+        assert_eq!(standard_face(b"Verdana", Some(32)), StandardFace::Latin(4));
+        // No descriptor or no Flags: serif, as poppler assumes ("Times-Roman by default").
+        assert_eq!(standard_face(b"Garamond", None), StandardFace::Latin(0));
+        // The name says nothing outside the table: bold and italic come from the flags.
+        assert_eq!(
+            standard_face(b"Verdana,Bold", Some(32)),
             StandardFace::Latin(4)
         );
-        assert_eq!(standard_face(b"Arial Black", 0), StandardFace::Latin(5));
-        // Flags: fixed pitch 1, serif 2, italic 64, force bold 1 << 18.
-        assert_eq!(standard_face(b"Garamond", 2), StandardFace::Latin(0));
-        assert_eq!(standard_face(b"Garamond", 2 | 64), StandardFace::Latin(2));
-        assert_eq!(standard_face(b"Letter Gothic", 1), StandardFace::Courier);
-        assert_eq!(standard_face(b"Verdana", 1 << 18), StandardFace::Latin(5));
-        assert_eq!(standard_face(b"ABCDEF+Symbol", 4), StandardFace::Symbol);
+    }
+
+    #[test]
+    fn the_base14_names_and_their_aliases_match_exactly() {
+        use super::{standard_face, StandardFace, BASE14_NAMES};
+        assert!(BASE14_NAMES.windows(2).all(|w| w[0].0 < w[1].0), "sorted");
+        // Flags that would say Helvetica (nonsymbolic, sans): only the name can say otherwise.
+        let f = |n: &[u8]| standard_face(n, Some(32));
+        assert_eq!(f(b"Times-Roman"), StandardFace::Latin(0));
+        assert_eq!(f(b"Times-BoldItalic"), StandardFace::Latin(3));
+        assert_eq!(f(b"TimesNewRoman"), StandardFace::Latin(0));
+        assert_eq!(f(b"Times New Roman,BoldItalic"), StandardFace::Latin(3));
+        assert_eq!(f(b"TimesNewRoman-Bold"), StandardFace::Latin(1));
+        assert_eq!(f(b"TimesNewRomanPS-ItalicMT"), StandardFace::Latin(2));
+        assert_eq!(f(b"Arial,Bold"), StandardFace::Latin(5));
+        assert_eq!(f(b"Arial-BoldMT"), StandardFace::Latin(5));
+        assert_eq!(f(b"Helvetica-Oblique"), StandardFace::Latin(4));
+        assert_eq!(f(b"CourierNew,Italic"), StandardFace::Courier);
+        assert_eq!(f(b"Courier New"), StandardFace::Courier);
+        assert_eq!(f(b"Courier-BoldOblique"), StandardFace::Courier);
+        assert_eq!(f(b"SymbolMT,Bold"), StandardFace::Symbol);
+        assert_eq!(f(b"ZapfDingbats"), StandardFace::Dingbats);
+        // Look-alikes are not base-14 names: measured by their flags (here Helvetica).
+        for n in [
+            &b"Times-RomanSC"[..],
+            b"TimesNewRomanPSMT-Bold",
+            b"times-roman",
+            b"ABCDEF+Times-Roman",
+            b"ABCDEF+Courier",
+            b"Courier-Condensed",
+            b"CourierNewBold",
+            b"SymbolPS",
+            b"Symbol-Bold",
+        ] {
+            assert_eq!(
+                f(n),
+                StandardFace::Latin(4),
+                "{}",
+                String::from_utf8_lossy(n)
+            );
+        }
+        // Not bold by name: "Arial Black" and a condensed bold Helvetica are not in the table.
+        assert_eq!(f(b"Arial Black"), StandardFace::Latin(4));
+        assert_eq!(f(b"Helvetica-Condensed-Bold"), StandardFace::Latin(4));
+        assert_eq!(f(b"ArialNarrow-Bold"), StandardFace::Latin(4));
+    }
+
+    #[test]
+    fn ligatures_and_latin1_spaces_take_the_standard_metrics_by_glyph() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let diffs = |names: &[&str]| {
+            let mut d = vec![Object::Integer(1)];
+            d.extend(names.iter().map(|n| name(n)));
+            let mut enc = lopdf::Dictionary::new();
+            enc.set("Differences", Object::Array(d));
+            ("Encoding", Object::Dictionary(enc))
+        };
+        // Times-Roman's AFM: fi 556, fl 556; ffi and ffl it has not: MissingWidth, else 0.
+        let lig = diffs(&["fi", "fl", "ffi", "ffl"]);
+        let times = || ("BaseFont", name("Times-Roman"));
+        assert_eq!(
+            advances(vec![times(), lig.clone()], b"\x01\x02\x03\x04"),
+            vec![556.0, 556.0, 0.0, 0.0]
+        );
+        let mut fd = lopdf::Dictionary::new();
+        fd.set("MissingWidth", Object::Integer(250));
+        let with_missing = vec![times(), lig, ("FontDescriptor", Object::Dictionary(fd))];
+        assert_eq!(advances(with_missing, b"\x01\x03"), vec![556.0, 250.0]);
+        // Helvetica-Bold's fi is 611; Courier's 600.
+        let lig = diffs(&["fi"]);
+        assert_eq!(
+            advances(
+                vec![("BaseFont", name("Helvetica-Bold")), lig.clone()],
+                b"\x01"
+            ),
+            vec![611.0]
+        );
+        assert_eq!(
+            advances(vec![("BaseFont", name("Courier")), lig], b"\x01"),
+            vec![600.0]
+        );
+        // WinAnsi's 0xA0 and 0xAD are poppler's `space` and `hyphen`: 250 and 333 in Times.
+        let win = ("Encoding", name("WinAnsiEncoding"));
+        assert_eq!(
+            advances(vec![times(), win], b"\xA0\xAD"),
+            vec![250.0, 333.0]
+        );
+    }
+
+    #[test]
+    fn zapf_dingbats_reads_and_measures_by_its_own_encoding() {
+        use super::{zapf_dingbats_char, zapf_dingbats_name_text};
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let doc = Document::with_version("1.5");
+        let mut dict = lopdf::Dictionary::new();
+        dict.set("Type", name("Font"));
+        dict.set("Subtype", name("Type1"));
+        dict.set("BaseFont", name("ZapfDingbats"));
+        // Even with a Latin encoding named, as poppler reads it.
+        dict.set("Encoding", name("WinAnsiEncoding"));
+        let mut font = super::Font::load(&doc, &dict, &mut HashMap::new());
+        let mut got = Vec::new();
+        font.each_code(b"4 3n", |_, t, w| {
+            got.push((t.to_string(), (w * 1000.0).round()))
+        });
+        let want = [("✔", 846.0), (" ", 278.0), ("✓", 755.0), ("■", 761.0)];
+        let want: Vec<(String, f32)> = want.iter().map(|(t, w)| (t.to_string(), *w)).collect();
+        assert_eq!(got, want);
+        // The block's holes hold the characters Unicode had before it.
+        assert_eq!(zapf_dingbats_char(0x25), Some('☎'));
+        assert_eq!(zapf_dingbats_char(0xAC), Some('①'));
+        assert_eq!(zapf_dingbats_char(0xD4), Some('➔'));
+        assert_eq!(zapf_dingbats_char(0xFE), Some('➾'));
+        assert_eq!(zapf_dingbats_char(0xF0), None);
+        assert_eq!(zapf_dingbats_name_text(b"a20"), Some('✔'));
+        assert_eq!(zapf_dingbats_name_text(b"a71"), Some('●'));
+        assert_eq!(zapf_dingbats_name_text(b"alpha"), None);
     }
 
     #[test]
