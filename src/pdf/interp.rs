@@ -632,9 +632,10 @@ impl<'d> Interp<'d> {
         }
     }
 
-    /// The appearances of a page's form fields (widgets) and free-text notes, where viewers
-    /// and pdftotext show them: field values live there, not in the page's content (issue 15:
-    /// recall 0.53 on a form). Hidden annotations and unset check boxes show nothing.
+    /// The appearances of a page's annotations (form fields' widgets, free-text notes, stamps
+    /// …), where viewers and pdftotext show them: field values live there, not in the page's
+    /// content (issue 15: recall 0.53 on a form). Hidden annotations and unset check boxes
+    /// show nothing.
     fn annotations(&mut self, page: ObjectId, out: &mut SpanBuilder) {
         let Ok(dict) = self.doc.get_dictionary(page) else {
             return;
@@ -656,9 +657,9 @@ impl<'d> Interp<'d> {
                 };
                 o.as_name().ok()
             };
-            if !matches!(name(b"Subtype"), Some(b"Widget" | b"FreeText")) {
-                continue;
-            }
+            // Every annotation's appearance is drawn, whatever its type, as poppler's
+            // `Page::displaySlice` draws them for pdftotext (issue 15: a stamp whose
+            // appearance holds a caption, `A PDF with a JPEG image.`, was not read).
             let flags = ad.get(b"F").ok().map_or(0, |o| num(self.deref(o)) as i64);
             // Hidden (2) or NoView (32: printed only), or of a layer that is off: not shown on
             // screen, so not read (poppler's `Annot::isVisible` for a display).

@@ -352,6 +352,78 @@ fn short(s: &str) -> String {
 mod tests {
     use super::repair_stream_ends;
 
+    /// A one-page PDF whose page draws `body` and carries these annotations, each (subtype,
+    /// flags, the text its appearance stream draws).
+    fn annotated(body: &str, annots: &[(&str, i64, &str)]) -> Vec<u8> {
+        use lopdf::{dictionary, Document, Object, Stream};
+        let int = |v: &[i64]| Object::Array(v.iter().map(|&i| Object::Integer(i)).collect());
+        let mut doc = Document::with_version("1.5");
+        let pages = doc.new_object_id();
+        let font = doc.add_object(
+            dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" },
+        );
+        let fonts = || dictionary! { "Font" => dictionary! { "F1" => font } };
+        let mut refs = Vec::new();
+        for (i, (subtype, flags, text)) in annots.iter().enumerate() {
+            let ap = Stream::new(
+                dictionary! {
+                    "Type" => "XObject", "Subtype" => "Form",
+                    "BBox" => int(&[0, 0, 300, 20]), "Resources" => fonts(),
+                },
+                format!("BT /F1 12 Tf 2 5 Td ({text}) Tj ET").into_bytes(),
+            );
+            let ap = doc.add_object(ap);
+            let y = 600 - 40 * i as i64;
+            refs.push(Object::Reference(doc.add_object(dictionary! {
+                "Type" => "Annot", "Subtype" => *subtype, "F" => *flags,
+                "Rect" => int(&[100, y, 400, y + 20]), "AP" => dictionary! { "N" => ap },
+            })));
+        }
+        let content = doc.add_object(Stream::new(
+            dictionary! {},
+            format!("BT /F1 12 Tf 72 700 Td ({body}) Tj ET").into_bytes(),
+        ));
+        let page = doc.add_object(dictionary! {
+            "Type" => "Page", "Parent" => pages, "MediaBox" => int(&[0, 0, 612, 792]),
+            "Contents" => content, "Resources" => fonts(), "Annots" => refs,
+        });
+        let kids = vec![Object::Reference(page)];
+        doc.objects.insert(
+            pages,
+            Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 1 }),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages });
+        doc.trailer.set("Root", catalog);
+        let mut bytes = Vec::new();
+        doc.save_to(&mut bytes).expect("written");
+        bytes
+    }
+
+    #[test]
+    fn every_visible_annotation_appearance_is_read() {
+        let pdf = annotated(
+            "Page body",
+            &[
+                ("Stamp", 4, "Approved by the board"),
+                ("FreeText", 4, "A free note"),
+                ("Square", 4, "Boxed caption"),
+                ("Stamp", 2, "Hidden stamp"),
+                ("Stamp", 32, "Printed only"),
+            ],
+        );
+        let got = super::extract(&pdf, &super::Options::default()).expect("read");
+        let t = &got.pages[0].text;
+        for want in [
+            "Page body",
+            "Approved by the board",
+            "A free note",
+            "Boxed caption",
+        ] {
+            assert!(t.contains(want), "{want} in {t:?}");
+        }
+        assert!(!t.contains("Hidden") && !t.contains("Printed"), "{t:?}");
+    }
+
     #[test]
     fn an_endstream_on_the_data_line_gets_a_line_of_its_own() {
         let b = b"1 0 obj<</Length 2>>stream\nBT endstream\nendobj\n2 0 obj<</Length 2>>stream\nET\nendstream";
