@@ -374,6 +374,14 @@ fn is_other_block(tag: &str) -> bool {
     )
 }
 
+/// `anchorlink`: an `a` that is a link target, not a link — no `href`, a `name` or `id`, no
+/// `role` (an `<a role="button">` without `href` is a script's link, and counts as one).
+fn is_named_anchor(dom: &Dom, ix: Ix) -> bool {
+    dom.attr(ix, "href").is_none()
+        && dom.attr(ix, "role").is_none()
+        && (dom.attr(ix, "name").is_some() || dom.attr(ix, "id").is_some())
+}
+
 /// Elements that hold no readable text at all (code, media, form controls, the head).
 fn is_textless(tag: &str) -> bool {
     matches!(
@@ -735,6 +743,10 @@ impl<'a> Pass<'a> {
                         s.ptext = s.len.saturating_sub(s.link);
                     }
                     match tag {
+                        // A link target (`<a name>`, `<a id>`, no `href`) is no link; written
+                        // as XHTML (`<a id="x"/>`) it stays open and the parser re-opens it in
+                        // every block up to the next link, so its text is the section's.
+                        "a" if !off("anchorlink") && is_named_anchor(dom, ix) => {}
                         "a" => s.link = s.len,
                         "img" => s.img += 1,
                         "li" => s.li += 1,
@@ -2305,6 +2317,23 @@ mod tests {
     }
 
     #[test]
+    fn a_link_target_is_not_a_link() {
+        // `anchorlink`: a named anchor (`<a name>`, DocBook's `<a id="…"/>`) is a link
+        // target; a script's link without `href` (`role=button`) and a real link are links.
+        // The page-level loss is `de-docbook-anchors` in the fixture test below.
+        let dom = super::Dom::parse(
+            r#"<a role="button" id="x">More</a><a name="n">Target</a><a id="s"/>Text<a href="/x">Link</a>"#,
+            &super::super::parse::Budget::default(),
+        )
+        .unwrap();
+        let anchors: Vec<bool> = (0..dom.nodes.len())
+            .filter(|&i| dom.tag(i) == "a")
+            .map(|i| super::is_named_anchor(&dom, i))
+            .collect();
+        assert_eq!(anchors, vec![false, true, true, false]);
+    }
+
+    #[test]
     fn a_data_table_in_a_wrapper_of_its_own_is_kept() {
         // `tablewrap`: the wrapper holds the table (down two levels) and nothing else; the
         // rows' first cells are links, so the wrapper's link density is over 0.2.
@@ -2585,6 +2614,20 @@ mod tests {
                     "خلال الأسابيع المقبلة",
                 ],
                 &["نشر في:", "آخر تحديث", "جميع الحقوق محفوظة"],
+            ),
+            (
+                // `anchorlink`: DocBook's `<a id="…"/>` in each heading stays open and
+                // wraps the sections' text: read as links, all but the intro went.
+                "de-docbook-anchors",
+                include_str!("../../fixtures/pages/recall/de-docbook-anchors.html"),
+                &[
+                    "Eine Sicherung ist nur so gut wie ihr letzter erfolgreicher Lauf",
+                    "4.2. Werkzeuge",
+                    "Versionierte Sicherungen mit Verschlüsselung",
+                    "4.3. Wiederherstellung prüfen",
+                    "auch dann erreichbar ist, wenn der Rechner selbst ausgefallen ist",
+                ],
+                &["Zum Anfang", "Systeminitialisierung"],
             ),
             (
                 // `tablewrap`: a data table whose first column links each row, in a
