@@ -163,18 +163,14 @@ impl Dom {
 
 /// Collapses whitespace runs (including no-break spaces) to single spaces and trims.
 pub fn collapse_ws(s: &str) -> String {
+    // Copied a run at a time: the text rules call this on every block they judge, and a
+    // character at a time it was 1.5 % of a batch conversion.
     let mut out = String::with_capacity(s.len());
-    let mut space = false;
-    for c in s.chars() {
-        if c.is_whitespace() {
-            space = !out.is_empty();
-        } else {
-            if space {
-                out.push(' ');
-                space = false;
-            }
-            out.push(c);
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
         }
+        out.push_str(word);
     }
     out
 }
@@ -203,5 +199,7 @@ mod tests {
     #[test]
     fn whitespace_collapses() {
         assert_eq!(collapse_ws("  a \n\t b\u{a0}c  "), "a b c");
+        assert_eq!(collapse_ws("\u{2003}é\u{3000}漢字 x\u{85}"), "é 漢字 x");
+        assert_eq!(collapse_ws(" \t\n"), "");
     }
 }

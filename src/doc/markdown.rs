@@ -220,6 +220,21 @@ mod tests {
             "<p>before</p><svg><title><a title=\"</title></svg>\"></a></title><style>X<p>visible paragraph text</p></style></svg><p>after</p>",
             "<textarea><style></textarea><p data-a=1>t",
             "<template><p data-a=1>t</p><style>x</style></template>",
+            // svgs the scan follows to their end, then drops after them (`svg_tag`)…
+            "<a href=/><svg viewBox='0 0 9 9'><title>Home</title><g><path d=x/><rect></g></svg></a><style>p{}</style><p data-x=1>t</p>",
+            "<svg><svg/><defs><linearGradient><stop/></linearGradient><style>.a{}</style></defs><feBlend/></svg><script>x</script><p a=1>t",
+            "<table><tr><svg><path></svg><td data-x=1>a<style>s</style></table>",
+            "<p>a<svg><desc>d</desc><text>t<tspan>u</tspan></text></svg>b<script>s</script></p>",
+            // …and those it does not.
+            "<svg><p>x</svg><style>s</style><p data-x=1>t",
+            "<svg><g><div>x</div></g></svg><style>s</style><p data-x=1>t",
+            "<svg><foreignObject><p>x</p><style>s</style></foreignObject></svg><p data-x=1>t",
+            "<svg><desc><b>x</b></svg><style>s</style></desc></svg><p data-x=1>t",
+            "<svg><title>a<i>b</i></svg><style>s</style></title></svg><p data-x=1>t",
+            "<svg><title/><style>s</style></title></svg><p data-x=1>t",
+            "<svg><g></p><style>s</style></g></svg><p data-x=1>t",
+            "<select><svg><path></svg><style>s</style></select><p data-x=1>t",
+            "<select></svg><svg><path></svg><style>s</style></select><p data-x=1>t",
         ] {
             let html = format!("{head}{body}</body></html>");
             assert_eq!(text_bounds_differ(&html), None, "{body}");
