@@ -219,7 +219,8 @@ const BASE14_NAMES: &[(&[u8], StandardFace)] = {
 /// Which standard face measures a simple font that comes without `Widths` (the 14 standard
 /// fonts need none, and some producers leave them out for Arial or Times New Roman too), as
 /// poppler's `Gfx8BitFont` decides it:
-/// - `base_font`: the `BaseFont` name. With its spaces removed, a name of `BASE14_NAMES`
+/// - `base_font`: the font's name (`font_name`: `BaseFont`, else `FontName`, else `Name`).
+///   With its spaces removed, a name of `BASE14_NAMES`
 ///   (exactly: "Arial Black", "Helvetica-Narrow", "Times-RomanSC" are not base-14 names, and
 ///   neither is a subset-tagged `ABCDEF+Arial`, whose font program is embedded) is that face.
 /// - `flags`: the descriptor's `Flags`, None when the font has no descriptor or no integer
@@ -262,15 +263,58 @@ enum StandardWidth {
 
 /// The width of the glyph for `code` in a standard face, looked up as poppler looks it up, by
 /// the glyph the font's encoding names (before any ToUnicode):
-/// - `text`: what the encoding's glyph name reads as. One character is that glyph; the
-///   ligatures `fi` and `fl` are the AFM's `fi` and `fl` glyphs; `ff`, `ffi` and `ffl`,
-///   which the standard fonts' AFMs do not have, are `Missing` (poppler: `MissingWidth`);
-///   U+00A0 and U+00AD, which WinAnsi and Latin-1 name `space` and `hyphen` in poppler's
-///   tables (its `nbspace`/`sfthyphen` have no AFM metric either), are measured as those.
-/// - `code`: Symbol is measured by code in its own encoding; code 32 with no glyph is the
-///   space (poppler's "kludge for broken PDF files that encode char 32 as .notdef").
-fn standard_width(face: StandardFace, code: u8, text: &str) -> StandardWidth {
-    use super::std14_widths::{LATIN, SYMBOL, ZAPF_DINGBATS};
+/// - `name`: the glyph name a `Differences` array gives the code, looked up by that name in
+///   the face's AFM metrics: a name the AFM lacks (`uni0041`, `u0041`, `f_i`, `a.sc`, `g65`,
+///   `.notdef`, a name that passes through as its code) is `Missing` (poppler:
+///   `MissingWidth`, else 0), whatever it reads as.
+/// - `text`: without such a name, what the base encoding's glyph reads as (its names are the
+///   AFMs' own, so the character is the glyph): one character is that glyph; the ligatures
+///   `fi` and `fl` are the AFM's `fi` and `fl` glyphs; `ff`, `ffi` and `ffl`, which the
+///   standard fonts' AFMs do not have, are `Missing`; U+00A0 and U+00AD, which WinAnsi and
+///   Latin-1 name `space` and `hyphen` in poppler's tables, are measured as those. Symbol and
+///   ZapfDingbats are measured by code in their own encodings.
+/// - `code`: code 32 that finds no width is the space (poppler sets it first, "kludge for
+///   broken PDF files that encode char 32 as .notdef", and replaces it only by a width found).
+fn standard_width(face: StandardFace, code: u8, name: Option<&[u8]>, text: &str) -> StandardWidth {
+    let w = standard_width_of(face, code, name, text);
+    if code == 32 && !matches!(w, StandardWidth::Metric(_)) {
+        return standard_width_of(face, 32, Some(b"space"), "");
+    }
+    w
+}
+
+/// `standard_width` without the space kludge.
+fn standard_width_of(
+    face: StandardFace,
+    code: u8,
+    name: Option<&[u8]>,
+    text: &str,
+) -> StandardWidth {
+    use super::std14_widths::{LATIN, LATIN_NAMES, SYMBOL, SYMBOL_NAMES, ZAPF_DINGBATS};
+    if let Some(name) = name {
+        let latin = || {
+            LATIN_NAMES
+                .binary_search_by(|(k, _)| k.as_bytes().cmp(name))
+                .ok()
+                .map(|i| LATIN_NAMES[i].1)
+        };
+        let w = match face {
+            StandardFace::Symbol => SYMBOL_NAMES
+                .binary_search_by(|(k, _)| k.as_bytes().cmp(name))
+                .ok()
+                .map(|i| SYMBOL_NAMES[i].1),
+            StandardFace::Dingbats => ZAPF_DINGBATS
+                .iter()
+                .find(|(_, n, _)| n.as_bytes() == name)
+                .map(|(_, _, w)| *w),
+            StandardFace::Courier => latin().map(|_| 600),
+            StandardFace::Latin(col) => latin().map(|ws| ws[col]).filter(|&w| w > 0),
+        };
+        return match w {
+            Some(w) => StandardWidth::Metric(f32::from(w) * GLYPH_SCALE),
+            None => StandardWidth::Missing,
+        };
+    }
     let w = match face {
         StandardFace::Symbol => SYMBOL
             .binary_search_by(|(k, _)| k.cmp(&code))
@@ -282,7 +326,6 @@ fn standard_width(face: StandardFace, code: u8, text: &str) -> StandardWidth {
             .map(|i| ZAPF_DINGBATS[i].2),
         _ => {
             let c = match text {
-                "" if code == 32 => ' ',
                 "fi" => '\u{FB01}',
                 "fl" => '\u{FB02}',
                 "ff" | "ffi" | "ffl" | "\u{FB00}" | "\u{FB03}" | "\u{FB04}" => {
@@ -315,6 +358,21 @@ fn standard_width(face: StandardFace, code: u8, text: &str) -> StandardWidth {
         Some(w) => StandardWidth::Metric(f32::from(w) * GLYPH_SCALE),
         None => StandardWidth::Unknown,
     }
+}
+
+/// The font's name as poppler takes it: `BaseFont`, else the descriptor's `FontName`, else
+/// `Name` (some producers leave `BaseFont` out; the name still decides ZapfDingbats'
+/// encoding and the standard face). Empty: none of them.
+fn font_name<'a>(doc: &'a Document, font: &'a Dictionary) -> &'a [u8] {
+    let name = |d: &'a Dictionary, key: &[u8]| get(doc, d, key).and_then(|o| o.as_name().ok());
+    name(font, b"BaseFont")
+        .or_else(|| {
+            get(doc, font, b"FontDescriptor")
+                .and_then(|o| o.as_dict().ok())
+                .and_then(|fd| name(fd, b"FontName"))
+        })
+        .or_else(|| name(font, b"Name"))
+        .unwrap_or(b"")
 }
 
 /// Text of a glyph name that the names alone tell: uniXXXX, uXXXX, ligatures, a few common
@@ -645,7 +703,7 @@ fn builtin_table(
             return Some(t);
         }
     }
-    let base = get(doc, font, b"BaseFont").and_then(|o| o.as_name().ok())?;
+    let base = Some(font_name(doc, font)).filter(|n| !n.is_empty())?;
     // A subset tag ("ABCDEF+Symbol") and style suffixes do not change the encoding.
     let base = base.splitn(2, |&c| c == b'+').last().unwrap_or(base);
     if base.starts_with(b"Symbol") {
@@ -736,9 +794,8 @@ impl Font {
         // ZapfDingbats (any name ending so) has its own encoding whatever the font dictionary
         // names, as in poppler's `Gfx8BitFont` (issue 15: a form's check boxes, drawn with
         // `4`, ZapfDingbats' ✔, read as the digit 4).
-        let zapf = get(doc, font, b"BaseFont")
-            .and_then(|o| o.as_name().ok())
-            .is_some_and(|n| n.ends_with(b"ZapfDingbats"));
+        let base_font = font_name(doc, font);
+        let zapf = base_font.ends_with(b"ZapfDingbats");
         let (mut table, mut unknown) = match base_name {
             _ if zapf => (zapf_dingbats_table(), false),
             Some(_) => (base_table(doc, base_name), false),
@@ -748,6 +805,8 @@ impl Font {
                 builtin_table(doc, font, names).unwrap_or_else(|| (base_table(doc, None), false))
             }
         };
+        // The glyph name `Differences` gives each code (the standard widths go by it).
+        let mut glyphs: Vec<Option<&[u8]>> = vec![None; 256];
         if let Some(diffs) = diffs {
             let hex = diffs.iter().take(4096).any(|o| match deref(doc, o) {
                 Object::Name(n) => hex_name(n) && glyph_list_text(doc, n, names).is_empty(),
@@ -760,6 +819,7 @@ impl Font {
                     Object::Integer(i) => code = *i,
                     Object::Name(n) => {
                         if (0..256).contains(&code) {
+                            glyphs[code as usize] = Some(n.as_slice());
                             let t = match zapf.then(|| zapf_dingbats_name_text(n)).flatten() {
                                 Some(c) => c.to_string().into(),
                                 None => name_text(doc, n, numeric, names),
@@ -767,7 +827,9 @@ impl Font {
                             unknown |= t.is_empty() && n != b".notdef";
                             table[code as usize] = t;
                         }
-                        code += 1;
+                        // Saturating: `[9223372036854775807 /a /b]` must not overflow; names
+                        // past 255 are ignored, as poppler ignores them.
+                        code = code.saturating_add(1);
                     }
                     _ => {}
                 }
@@ -790,9 +852,6 @@ impl Font {
         }
         // No widths given: the standard face's, by the glyphs the encoding names, before
         // ToUnicode (see `standard_face`, `standard_width`).
-        let base_font = get(doc, font, b"BaseFont")
-            .and_then(|o| o.as_name().ok())
-            .unwrap_or(b"");
         let explicit = get(doc, font, b"Widths").and_then(|o| o.as_array().ok());
         let standard: Option<Vec<StandardWidth>> = (explicit.is_none() && subtype != b"Type3")
             .then(|| {
@@ -802,7 +861,7 @@ impl Font {
                     .and_then(|o| o.as_i64().ok());
                 let face = standard_face(base_font, flags);
                 (0..256)
-                    .map(|c| standard_width(face, c as u8, &table[c]))
+                    .map(|c| standard_width(face, c as u8, glyphs[c], &table[c]))
                     .collect()
             });
         // ToUnicode wins where it knows the code.
@@ -1439,6 +1498,148 @@ mod tests {
         assert_eq!(zapf_dingbats_name_text(b"a20"), Some('✔'));
         assert_eq!(zapf_dingbats_name_text(b"a71"), Some('●'));
         assert_eq!(zapf_dingbats_name_text(b"alpha"), None);
+    }
+
+    /// (text, advance in 1/1000 em) of each code of `bytes` in a simple font with these
+    /// entries.
+    fn read(entries: Vec<(&str, Object)>, bytes: &[u8]) -> Vec<(String, f32)> {
+        let doc = Document::with_version("1.5");
+        let mut dict = lopdf::Dictionary::new();
+        dict.set("Type", Object::Name(b"Font".to_vec()));
+        dict.set("Subtype", Object::Name(b"Type1".to_vec()));
+        for (k, v) in entries {
+            dict.set(k, v);
+        }
+        let mut font = super::Font::load(&doc, &dict, &mut HashMap::new());
+        let mut out = Vec::new();
+        font.each_code(bytes, |_, t, w| {
+            out.push((t.to_string(), (w * 1000.0).round()))
+        });
+        out
+    }
+
+    /// An `Encoding` entry: Differences `objs` over the font's own encoding.
+    fn differences(objs: Vec<Object>) -> (&'static str, Object) {
+        let mut enc = lopdf::Dictionary::new();
+        enc.set("Differences", Object::Array(objs));
+        ("Encoding", Object::Dictionary(enc))
+    }
+
+    #[test]
+    fn zapf_dingbats_differences_are_measured_by_the_glyph_they_name() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let zapf = || ("BaseFont", name("ZapfDingbats"));
+        // `a20` is ✔ (846) whatever code it is put at; `.notdef` over `4` (✔) has no width.
+        let diffs = differences(vec![
+            Object::Integer(1),
+            name("a20"),
+            Object::Integer(52),
+            name(".notdef"),
+        ]);
+        let got = read(vec![zapf(), diffs], b"\x014");
+        assert_eq!(got[0], ("✔".to_string(), 846.0));
+        assert_eq!(got[1].1, 0.0);
+    }
+
+    #[test]
+    fn standard_widths_go_by_the_glyph_name_not_its_text() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let times = || ("BaseFont", name("Times-Roman"));
+        // Names Times-Roman's AFM lacks read as `A`, `fi`… but have no width there (poppler:
+        // MissingWidth, else 0); `A` and `fi` themselves have 722 and 556.
+        let names = ["uni0041", "u0041", "uniFB01", "f_i", "a.sc", "A", "fi"];
+        let mut objs = vec![Object::Integer(1)];
+        objs.extend(names.iter().map(|n| name(n)));
+        let got = read(
+            vec![times(), differences(objs)],
+            b"\x01\x02\x03\x04\x05\x06\x07",
+        );
+        let widths: Vec<f32> = got.iter().map(|g| g.1).collect();
+        assert_eq!(widths, vec![0.0, 0.0, 0.0, 0.0, 0.0, 722.0, 556.0]);
+        assert_eq!(got[0].0, "A");
+        // With a MissingWidth, that.
+        let mut fd = lopdf::Dictionary::new();
+        fd.set("MissingWidth", Object::Integer(250));
+        let objs = vec![Object::Integer(1), name("uni0041")];
+        let with_missing = vec![
+            times(),
+            differences(objs),
+            ("FontDescriptor", Object::Dictionary(fd)),
+        ];
+        assert_eq!(read(with_missing, b"\x01")[0].1, 250.0);
+        // A name no list knows passes its code through as text, but has no width either.
+        let objs = vec![Object::Integer(0x41), name("BT")];
+        assert_eq!(
+            read(vec![times(), differences(objs)], b"A"),
+            vec![("A".to_string(), 0.0)]
+        );
+        // Symbol by name too: `alpha` at code 1 is 631.
+        let objs = vec![Object::Integer(1), name("alpha")];
+        let symbol = vec![("BaseFont", name("Symbol")), differences(objs)];
+        assert_eq!(read(symbol, b"\x01")[0].1, 631.0);
+    }
+
+    #[test]
+    fn code_32_without_a_known_glyph_is_the_space() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        for glyph in [".notdef", "uni0020", "a.sc"] {
+            let objs = vec![Object::Integer(32), name(glyph)];
+            let got = read(
+                vec![("BaseFont", name("Times-Roman")), differences(objs)],
+                b" ",
+            );
+            assert_eq!(got[0].1, 250.0, "{glyph}");
+        }
+        // A known glyph at 32 keeps its own width.
+        let objs = vec![Object::Integer(32), name("A")];
+        let got = read(
+            vec![("BaseFont", name("Times-Roman")), differences(objs)],
+            b" ",
+        );
+        assert_eq!(got[0].1, 722.0);
+    }
+
+    #[test]
+    fn without_base_font_the_descriptor_name_then_name_is_the_font_name() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let win = || ("Encoding", name("WinAnsiEncoding"));
+        let mut fd = lopdf::Dictionary::new();
+        fd.set("FontName", name("Times-Bold"));
+        let fd = ("FontDescriptor", Object::Dictionary(fd));
+        // Times-Bold's `a` is 500 (Times-Roman 444, Helvetica 556).
+        assert_eq!(read(vec![win(), fd.clone()], b"a")[0].1, 500.0);
+        // FontName before Name; BaseFont before both.
+        assert_eq!(
+            read(vec![win(), fd.clone(), ("Name", name("Helvetica"))], b"a")[0].1,
+            500.0
+        );
+        assert_eq!(
+            read(vec![win(), fd, ("BaseFont", name("Times-Roman"))], b"a")[0].1,
+            444.0
+        );
+        assert_eq!(
+            read(vec![win(), ("Name", name("Helvetica"))], b"a")[0].1,
+            556.0
+        );
+        // ZapfDingbats' encoding by `Name` alone: `4` reads ✔.
+        assert_eq!(read(vec![("Name", name("ZapfDingbats"))], b"4")[0].0, "✔");
+    }
+
+    #[test]
+    fn differences_past_the_last_code_do_not_overflow() {
+        let name = |n: &str| Object::Name(n.as_bytes().to_vec());
+        let objs = vec![
+            Object::Integer(i64::MAX),
+            name("a"),
+            name("b"),
+            Object::Integer(1),
+            name("A"),
+        ];
+        let got = read(
+            vec![("BaseFont", name("Times-Roman")), differences(objs)],
+            b"\x01",
+        );
+        assert_eq!(got, vec![("A".to_string(), 722.0)]);
     }
 
     #[test]

@@ -634,8 +634,10 @@ impl<'d> Interp<'d> {
 
     /// The appearances of a page's annotations (form fields' widgets, free-text notes, stamps
     /// …), where viewers and pdftotext show them: field values live there, not in the page's
-    /// content (issue 15: recall 0.53 on a form). Hidden annotations and unset check boxes
-    /// show nothing.
+    /// content (issue 15: recall 0.53 on a form). As in poppler, nothing is read of an
+    /// annotation flagged Hidden (2) or NoView (32), of one on an optional-content layer that
+    /// is off; a check box or radio button shows only its current state's appearance (`AS`;
+    /// an unset one's is usually empty).
     fn annotations(&mut self, page: ObjectId, out: &mut SpanBuilder) {
         let Ok(dict) = self.doc.get_dictionary(page) else {
             return;

@@ -353,7 +353,9 @@ mod tests {
     use super::repair_stream_ends;
 
     /// A one-page PDF whose page draws `body` and carries these annotations, each (subtype,
-    /// flags, the text its appearance stream draws).
+    /// flags, the text its appearance stream draws). A text starting `off:` puts the annotation
+    /// on a layer that is off; one starting `self:` has an appearance whose resources name the
+    /// appearance itself, which it then draws (`/X1 Do`).
     fn annotated(body: &str, annots: &[(&str, i64, &str)]) -> Vec<u8> {
         use lopdf::{dictionary, Document, Object, Stream};
         let int = |v: &[i64]| Object::Array(v.iter().map(|&i| Object::Integer(i)).collect());
@@ -363,21 +365,33 @@ mod tests {
             dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" },
         );
         let fonts = || dictionary! { "Font" => dictionary! { "F1" => font } };
+        let layer = doc.add_object(dictionary! { "Type" => "OCG", "Name" => "Off" });
         let mut refs = Vec::new();
         for (i, (subtype, flags, text)) in annots.iter().enumerate() {
-            let ap = Stream::new(
+            let ap = doc.new_object_id();
+            let mut resources = fonts();
+            let mut content = format!("BT /F1 12 Tf 2 5 Td ({text}) Tj ET");
+            if text.starts_with("self:") {
+                resources.set("XObject", dictionary! { "X1" => ap });
+                content.push_str(" /X1 Do");
+            }
+            let stream = Stream::new(
                 dictionary! {
                     "Type" => "XObject", "Subtype" => "Form",
-                    "BBox" => int(&[0, 0, 300, 20]), "Resources" => fonts(),
+                    "BBox" => int(&[0, 0, 300, 20]), "Resources" => resources,
                 },
-                format!("BT /F1 12 Tf 2 5 Td ({text}) Tj ET").into_bytes(),
+                content.into_bytes(),
             );
-            let ap = doc.add_object(ap);
+            doc.objects.insert(ap, Object::Stream(stream));
             let y = 600 - 40 * i as i64;
-            refs.push(Object::Reference(doc.add_object(dictionary! {
+            let mut annot = dictionary! {
                 "Type" => "Annot", "Subtype" => *subtype, "F" => *flags,
                 "Rect" => int(&[100, y, 400, y + 20]), "AP" => dictionary! { "N" => ap },
-            })));
+            };
+            if text.starts_with("off:") {
+                annot.set("OC", layer);
+            }
+            refs.push(Object::Reference(doc.add_object(annot)));
         }
         let content = doc.add_object(Stream::new(
             dictionary! {},
@@ -392,7 +406,13 @@ mod tests {
             pages,
             Object::Dictionary(dictionary! { "Type" => "Pages", "Kids" => kids, "Count" => 1 }),
         );
-        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages });
+        let layers = dictionary! {
+            "OCGs" => vec![Object::Reference(layer)],
+            "D" => dictionary! { "OFF" => vec![Object::Reference(layer)] },
+        };
+        let catalog = doc.add_object(dictionary! {
+            "Type" => "Catalog", "Pages" => pages, "OCProperties" => layers,
+        });
         doc.trailer.set("Root", catalog);
         let mut bytes = Vec::new();
         doc.save_to(&mut bytes).expect("written");
@@ -409,6 +429,9 @@ mod tests {
                 ("Square", 4, "Boxed caption"),
                 ("Stamp", 2, "Hidden stamp"),
                 ("Stamp", 32, "Printed only"),
+                ("Stamp", 4, "off: Layered stamp"),
+                // Draws itself: the form recursion guard stops it (no hang, no panic).
+                ("Stamp", 4, "self: Recursive caption"),
             ],
         );
         let got = super::extract(&pdf, &super::Options::default()).expect("read");
@@ -418,10 +441,13 @@ mod tests {
             "Approved by the board",
             "A free note",
             "Boxed caption",
+            "Recursive caption",
         ] {
             assert!(t.contains(want), "{want} in {t:?}");
         }
-        assert!(!t.contains("Hidden") && !t.contains("Printed"), "{t:?}");
+        for not in ["Hidden", "Printed", "Layered"] {
+            assert!(!t.contains(not), "{not} in {t:?}");
+        }
     }
 
     #[test]
