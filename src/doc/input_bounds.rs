@@ -242,11 +242,12 @@ pub fn bound_input(html: &str) -> Cow<'_, str> {
 ///
 /// Exact where it matters: the scan follows the tokenizer's own states to find where a raw
 /// text ends (script data's escaped and double-escaped states, comments, attribute quoting),
-/// and drops nothing inside `<select>`, nor after the first `<math>` or `<svg>` holding more
+/// and drops nothing inside `<select>`, nor after the first `<math>`, an `<svg>` holding more
 /// than plain drawing markup (`SVG_PLAIN`; where `script`, `style` and `title` are markup and
-/// stray end tags may or may not leave foreign content), a `<frameset>` or a `<![CDATA[`,
-/// whose tree-builder states it does not model; nor the
-/// attributes of a tag cut off by the end of input or with more than 256 attributes.
+/// stray end tags may or may not leave foreign content) or inside a `<select>`, a
+/// `<frameset>`, a `<![CDATA[` or a `<col>` opening a `<template>`, whose tree-builder states
+/// it does not model; nor the attributes of a tag cut off by the end of input or with more
+/// than 256 attributes.
 pub fn bound_input_for_text(html: &str) -> Bounded<'_> {
     let html = truncate(html, MAX_INPUT_BYTES);
     let scan = scan(html.as_bytes(), true);
@@ -581,6 +582,12 @@ fn scan(b: &[u8], raw: bool) -> Scan {
         if name.is("frameset") {
             exact = false;
         }
+        if name.is("col") && stack.last().is_some_and(|n| n.is("template")) {
+            // A template whose content starts with a `col` is in column-group mode, which
+            // ignores `<script>`, `<style>` and `<noscript>` tags (HTML §13.2.6.4.12): their
+            // contents are markup there, not raw text. (Conservative after other children.)
+            exact = false;
+        }
         // Outside select, svg and math as far as the scan can tell (a stray end tag can
         // miscount `inside`; the stack still holds an open `select`).
         let outside = inside == 0 && !stack.iter().any(|n| n.is("select"));
@@ -591,8 +598,10 @@ fn scan(b: &[u8], raw: bool) -> Scan {
         if name.is("math") || (name.is("svg") && svg.is_empty()) {
             // Foreign content: `script`/`style`/`title` inside are markup, not raw text, and
             // stray end tags inside can leave it or not. The scan follows an `<svg>` of plain
-            // drawing markup outside `select` (where the tree builder ignores it) to its end
-            // (`svg_tag`); in any other, it drops nothing more in this page.
+            // drawing markup outside `select` to its end (`svg_tag`); in any other, including
+            // one inside a `select` (parsers disagree there: the standard's "in select" mode
+            // ignores it, html5ever parses it as foreign content), it drops nothing more in
+            // this page.
             if exact && name.is("svg") && outside {
                 if !self_closing {
                     svg.push(name);

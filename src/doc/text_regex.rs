@@ -10,8 +10,8 @@
 //! end, and any other haystack by the pattern as written: the same answers, by construction.
 //!
 //! Building: `regex::Regex` builds, for every pattern, a forward NFA with capture states, a
-//! reverse NFA (to find where a match starts), one-pass and backtracking engines and literal
-//! strategies — 7 % of a batch conversion's instructions, before the first page, for about 50
+//! reverse NFA (to find where a match starts), backtracking engines and literal strategies
+//! (and a one-pass engine for patterns with capture groups or a Unicode `\b`) — 7 % of a batch conversion's instructions, before the first page, for about 50
 //! patterns whose only question is whether they match. [`Engine`] builds the forward NFA
 //! without captures, the lazy DFA over it with the same prefix prefilter regex would use, and
 //! the PikeVM and bounded backtracker the DFA falls back on where it gives up: regex-automata's
@@ -96,8 +96,14 @@ impl Engine {
             .properties()
             .look_set_prefix()
             .contains(regex_syntax::hir::Look::Start);
+        // regex's own NFA size limit: a pattern edit that blows up fails at startup, as it did
+        // with `regex::Regex`, instead of building a huge automaton.
         let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().which_captures(WhichCaptures::None))
+            .configure(
+                thompson::Config::new()
+                    .which_captures(WhichCaptures::None)
+                    .nfa_size_limit(Some(10 << 20)),
+            )
             .build_from_hir(&hir)?;
         // An anchored search tries one position: nothing for a prefilter to skip.
         let prefilter = if anchored {
@@ -198,6 +204,46 @@ mod tests {
         // The two paths really differ where a non-ASCII letter touches the boundary.
         let ascii = Regex::new(&p.replace(r"\b", r"(?-u:\b)")).unwrap();
         assert!(ascii.is_match("écookies") && !t.is_match("écookies"));
+    }
+
+    /// Every path of `is_match` against `regex::Regex`: the lazy DFA, its give-up on a Unicode
+    /// `\b` beside a non-ASCII byte in short texts (backtracker) and long ones (PikeVM), anchored
+    /// patterns, and an empty match that would split a character.
+    #[test]
+    fn every_engine_path_answers_as_regex() {
+        let long_tail = "ü".repeat(200);
+        let long_head = format!("{} Foto: dpa", "é".repeat(150));
+        let patterns = [
+            r"(?i)\bcookies?\b",
+            r"^\W*(?i:by|von|par)\s+\p{Lu}\w*\b",
+            r"(?i)^(foto|photo|bild)\s*:\s*\S.{0,60}$",
+            r"\b\p{L}{2,20}/(AFP|dpa|Reuters)\b",
+            r"(?-u:\B)",
+            r"(?i)\b(dpa|afp)\b$",
+            r"^$",
+        ];
+        let hays = [
+            String::new(),
+            "aéa".to_string(),
+            "Foto: dpa".to_string(),
+            "by Jane Doe".to_string(),
+            "Von Äpfeln und Birnen".to_string(),
+            format!("{long_tail} cookies"),
+            format!("cookies{long_tail}"),
+            format!("ücookies {long_tail}"),
+            long_head.clone(),
+            format!("{long_head} Müller/AFP"),
+            format!("Jörg/AFP {long_tail}"),
+            "x".repeat(300) + " AFP",
+            "é".repeat(300),
+        ];
+        for p in patterns {
+            let t = TextRegex::new(p).unwrap();
+            let u = Regex::new(p).unwrap();
+            for hay in &hays {
+                assert_eq!(t.is_match(hay), u.is_match(hay), "{p:?} on {hay:?}");
+            }
+        }
     }
 
     #[test]
