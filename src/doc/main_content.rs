@@ -325,6 +325,36 @@ fn holds_paragraphs(dom: &Dom, ix: Ix, n: usize) -> bool {
 /// A block named like a comment that is an article (an op-ed, `div.kommentar`): three
 /// paragraphs or more and no list of reader comments. The unlikely-candidate rule spares it
 /// (`commentlist`).
+/// A dialog box's container (`modal`): a class token `modal` (Bootstrap's `div.modal`,
+/// Gannett's `firefly modal modal-inner-content` sign-in, register and e-mail boxes). Such
+/// boxes are shown only when a reader asks for them, and they are hidden by the stylesheet,
+/// not by an attribute the hidden test sees; a page had seven of them, and the e-mail box
+/// ("emailcontent", a class the unlikely-candidate rule spares) outscored the article.
+/// Only the token itself: `modal-open` (on `body` while one is shown) and `modality` do not
+/// count; nor does a box saved open (`show`, `in`, `open`, `is-open`, `active`, or an inline
+/// `display: block`), whose text a reader had in front of them.
+fn is_modal_box(class: Option<&str>, style: Option<&str>) -> bool {
+    let Some(class) = class else {
+        return false;
+    };
+    let mut modal = false;
+    for t in class.split_ascii_whitespace() {
+        let t = t.to_ascii_lowercase();
+        if matches!(t.as_str(), "show" | "in" | "open" | "is-open" | "active") {
+            return false;
+        }
+        modal |= t == "modal";
+    }
+    modal
+        && !style.is_some_and(|s| {
+            s.chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .to_ascii_lowercase()
+                .contains("display:block")
+        })
+}
+
 fn op_ed(dom: &Dom, ix: Ix, class_id: &str) -> bool {
     !off("commentlist")
         && regexes().comment_section.is_match(class_id)
@@ -467,6 +497,13 @@ fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
             s.contains("display:none") || s.contains("visibility:hidden")
         });
     if hidden && (off("collapsed") || !collapsed_panel(dom, ix)) {
+        return true;
+    }
+    // A closed dialog box (`modal`) is a `role=dialog` without the role.
+    if !off("modal")
+        && !matches!(tag, "body" | "html")
+        && is_modal_box(el.attr("class"), el.attr("style"))
+    {
         return true;
     }
     matches!(
@@ -2558,6 +2595,32 @@ mod tests {
     }
 
     #[test]
+    fn modal_boxes_are_the_closed_ones() {
+        use super::is_modal_box;
+        assert!(is_modal_box(Some("firefly modal modal-inner-content"), None));
+        assert!(is_modal_box(Some("modal fade"), Some("display: none")));
+        assert!(is_modal_box(Some("Modal"), None));
+        // Saved open, or only named after one.
+        assert!(!is_modal_box(Some("modal fade show"), None));
+        assert!(!is_modal_box(Some("modal in"), None));
+        assert!(!is_modal_box(Some("modal"), Some("display: block; padding-right: 0")));
+        assert!(!is_modal_box(Some("modal-open"), None));
+        assert!(!is_modal_box(Some("modality-notes"), None));
+        assert!(!is_modal_box(None, None));
+        // A body whose class says a box is open is still the page.
+        let html = format!(
+            r#"<body class="modal"><article>{}</article><div class="modal fade"><p>{}</p></div></body>"#,
+            para("the open topic", 4),
+            "Sign in to keep reading, with your email, your password and your zip code, today."
+        );
+        let md = html_to_markdown(&html, None).unwrap().markdown;
+        assert!(
+            md.contains("Paragraph 3 about the open topic") && !md.contains("Sign in"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn lead_classes_name_standfirsts_only() {
         let r = super::regexes();
         for yes in [
@@ -2628,6 +2691,26 @@ mod tests {
                     "auch dann erreichbar ist, wenn der Rechner selbst ausgefallen ist",
                 ],
                 &["Zum Anfang", "Systeminitialisierung"],
+            ),
+            (
+                // `modal`: sign-in, e-mail and thank-you boxes (`div.modal`, hidden by the
+                // stylesheet) after the page; the article's wrapper is named `artpagination`
+                // (an unlikely class), so the strict pass held only the boxes, and their
+                // 500+ characters kept the lenient pass from being tried: none of the
+                // article came out.
+                "en-modal-boxes",
+                include_str!("../../fixtures/pages/recall/en-modal-boxes.html"),
+                &[
+                    "The public library on Main Street reopened Monday",
+                    "About 3,000 books were lost.",
+                    "drop off donated books at the front desk",
+                ],
+                &[
+                    "Email this article",
+                    "Reset your password",
+                    "Thank you for subscribing",
+                    "Most Viewed",
+                ],
             ),
             (
                 // `tablewrap`: a data table whose first column links each row, in a
