@@ -2597,13 +2597,19 @@ mod tests {
     #[test]
     fn modal_boxes_are_the_closed_ones() {
         use super::is_modal_box;
-        assert!(is_modal_box(Some("firefly modal modal-inner-content"), None));
+        assert!(is_modal_box(
+            Some("firefly modal modal-inner-content"),
+            None
+        ));
         assert!(is_modal_box(Some("modal fade"), Some("display: none")));
         assert!(is_modal_box(Some("Modal"), None));
         // Saved open, or only named after one.
         assert!(!is_modal_box(Some("modal fade show"), None));
         assert!(!is_modal_box(Some("modal in"), None));
-        assert!(!is_modal_box(Some("modal"), Some("display: block; padding-right: 0")));
+        assert!(!is_modal_box(
+            Some("modal"),
+            Some("display: block; padding-right: 0")
+        ));
         assert!(!is_modal_box(Some("modal-open"), None));
         assert!(!is_modal_box(Some("modality-notes"), None));
         assert!(!is_modal_box(None, None));
