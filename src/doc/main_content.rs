@@ -1948,6 +1948,13 @@ impl<'a> Pass<'a> {
         if st.commas >= 10 || (off("embedclass") && st.len < 2000 && holds_embed(dom, ix)) {
             return false;
         }
+        // A line of text written as a `div` in a text of `div` lines (an editor that makes a
+        // `div` of every line): Readability turns such a div into a `p` before its cleaning
+        // and never judges it; the short-block test below took a quiz's options ("a.
+        // sunblock").
+        if tag == "div" && !off("divline") && self.is_div_line(ix) {
+            return false;
+        }
         let p = st.p as f64;
         let img = st.img as f64;
         let li = st.li as f64 - 100.0;
@@ -2008,6 +2015,56 @@ impl<'a> Pass<'a> {
     /// so the block that follows is the one that will be kept. A wrapper with no link is
     /// left to the rules as they were (a site name's `h1` in `div.col-header-main`, a
     /// headline's `div.headline`: the dev sets' truths leave those out).
+    /// A `div` holding one line of text, no block and no link, among four or more such
+    /// lines that hold 200+ characters together in a parent of little link text (`divline`).
+    fn is_div_line(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        let line = |c: Ix| {
+            !self.gone[c]
+                && dom.tag(c) == "div"
+                && self.stat[c].len > 0
+                && self.stat[c].img == 0
+                && !self.has_block_child(c)
+        };
+        if !line(ix)
+            || self.stat[ix].link_density() > 0.0
+            || !dom.raw_text(ix).chars().any(char::is_alphabetic)
+        {
+            return false;
+        }
+        let Some(parent) = dom.nodes[ix].parent else {
+            return false;
+        };
+        // A line right under a picture is its caption ("Kate Henshaw" under a photo).
+        let siblings = &dom.nodes[parent].children;
+        let at = siblings.iter().position(|&c| c == ix).unwrap_or(0);
+        let under_picture = siblings[..at]
+            .iter()
+            .rev()
+            .find(|&&c| {
+                !self.gone[c]
+                    && dom.elem(c).is_some()
+                    && (self.stat[c].img > 0 || dom.raw_text(c).chars().any(char::is_alphanumeric))
+            })
+            .is_some_and(|&c| {
+                self.stat[c].img > 0 && !dom.raw_text(c).chars().any(char::is_alphanumeric)
+            });
+        if under_picture {
+            return false;
+        }
+        if self.stat[parent].link_density() >= 0.2 {
+            return false;
+        }
+        let (mut n, mut len) = (0usize, 0usize);
+        for &c in &dom.nodes[parent].children {
+            if line(c) && self.stat[c].link_density() < 0.5 {
+                n += 1;
+                len += self.stat[c].len as usize;
+            }
+        }
+        n >= 4 && len >= 200
+    }
+
     fn is_section_heading(&self, ix: Ix) -> bool {
         let dom = self.dom;
         let st = self.stat[ix];
@@ -2595,6 +2652,32 @@ mod tests {
     }
 
     #[test]
+    fn short_div_lines_among_div_lines_stay() {
+        let lines = |extra: &str| {
+            format!(
+                r#"<body><div class="post">{extra}<div>{}</div><div>Which one is right?</div>
+                <div>a. the red one</div><div>b. the blue one</div><div>{}</div></div>
+                <div class="side"><p>Other.</p></div></body>"#,
+                "A long first line of the post, with enough words and commas, to be its prose.",
+                "Answer: b, because the blue one is the one the text above described, of course."
+            )
+        };
+        let md = html_to_markdown(&lines(""), None).unwrap().markdown;
+        assert!(
+            md.contains("a. the red one") && md.contains("b. the blue one"),
+            "{md}"
+        );
+        // A line right under a picture is its caption; a line without a letter is no text.
+        let md = html_to_markdown(
+            &lines(r#"<div><img src="/a.jpg"></div><div>The photo</div><div>102</div>"#),
+            None,
+        )
+        .unwrap()
+        .markdown;
+        assert!(!md.contains("The photo") && !md.contains("102"), "{md}");
+    }
+
+    #[test]
     fn modal_boxes_are_the_closed_ones() {
         use super::is_modal_box;
         assert!(is_modal_box(
@@ -2697,6 +2780,19 @@ mod tests {
                     "auch dann erreichbar ist, wenn der Rechner selbst ausgefallen ist",
                 ],
                 &["Zum Anfang", "Systeminitialisierung"],
+            ),
+            (
+                // `divline`: a text written as one `div` per line; a quiz's short options
+                // went with the short-block test; the caption line under the photo still goes.
+                "en-div-lines",
+                include_str!("../../fixtures/pages/recall/en-div-lines.html"),
+                &[
+                    "a. once a year",
+                    "c. only when a tire looks flat",
+                    "b. every ten years",
+                    "Tires lose air slowly",
+                ],
+                &["Ready to ride", "All rights reserved", "Sleep"],
             ),
             (
                 // `modal`: sign-in, e-mail and thank-you boxes (`div.modal`, hidden by the
