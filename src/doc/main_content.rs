@@ -325,6 +325,36 @@ fn holds_paragraphs(dom: &Dom, ix: Ix, n: usize) -> bool {
 /// A block named like a comment that is an article (an op-ed, `div.kommentar`): three
 /// paragraphs or more and no list of reader comments. The unlikely-candidate rule spares it
 /// (`commentlist`).
+/// A dialog box's container (`modal`): a class token `modal` (Bootstrap's `div.modal`,
+/// Gannett's `firefly modal modal-inner-content` sign-in, register and e-mail boxes). Such
+/// boxes are shown only when a reader asks for them, and they are hidden by the stylesheet,
+/// not by an attribute the hidden test sees; a page had seven of them, and the e-mail box
+/// ("emailcontent", a class the unlikely-candidate rule spares) outscored the article.
+/// Only the token itself: `modal-open` (on `body` while one is shown) and `modality` do not
+/// count; nor does a box saved open (`show`, `in`, `open`, `is-open`, `active`, or an inline
+/// `display: block`), whose text a reader had in front of them.
+fn is_modal_box(class: Option<&str>, style: Option<&str>) -> bool {
+    let Some(class) = class else {
+        return false;
+    };
+    let mut modal = false;
+    for t in class.split_ascii_whitespace() {
+        let t = t.to_ascii_lowercase();
+        if matches!(t.as_str(), "show" | "in" | "open" | "is-open" | "active") {
+            return false;
+        }
+        modal |= t == "modal";
+    }
+    modal
+        && !style.is_some_and(|s| {
+            s.chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .to_ascii_lowercase()
+                .contains("display:block")
+        })
+}
+
 fn op_ed(dom: &Dom, ix: Ix, class_id: &str) -> bool {
     !off("commentlist")
         && regexes().comment_section.is_match(class_id)
@@ -467,6 +497,13 @@ fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
             s.contains("display:none") || s.contains("visibility:hidden")
         });
     if hidden && (off("collapsed") || !collapsed_panel(dom, ix)) {
+        return true;
+    }
+    // A closed dialog box (`modal`) is a `role=dialog` without the role.
+    if !off("modal")
+        && !matches!(tag, "body" | "html")
+        && is_modal_box(el.attr("class"), el.attr("style"))
+    {
         return true;
     }
     matches!(
@@ -1911,6 +1948,13 @@ impl<'a> Pass<'a> {
         if st.commas >= 10 || (off("embedclass") && st.len < 2000 && holds_embed(dom, ix)) {
             return false;
         }
+        // A line of text written as a `div` in a text of `div` lines (an editor that makes a
+        // `div` of every line): Readability turns such a div into a `p` before its cleaning
+        // and never judges it; the short-block test below took a quiz's options ("a.
+        // sunblock").
+        if tag == "div" && !off("divline") && self.is_div_line(ix) {
+            return false;
+        }
         let p = st.p as f64;
         let img = st.img as f64;
         let li = st.li as f64 - 100.0;
@@ -1971,6 +2015,56 @@ impl<'a> Pass<'a> {
     /// so the block that follows is the one that will be kept. A wrapper with no link is
     /// left to the rules as they were (a site name's `h1` in `div.col-header-main`, a
     /// headline's `div.headline`: the dev sets' truths leave those out).
+    /// A `div` holding one line of text, no block and no link, among four or more such
+    /// lines that hold 200+ characters together in a parent of little link text (`divline`).
+    fn is_div_line(&self, ix: Ix) -> bool {
+        let dom = self.dom;
+        let line = |c: Ix| {
+            !self.gone[c]
+                && dom.tag(c) == "div"
+                && self.stat[c].len > 0
+                && self.stat[c].img == 0
+                && !self.has_block_child(c)
+        };
+        if !line(ix)
+            || self.stat[ix].link_density() > 0.0
+            || !dom.raw_text(ix).chars().any(char::is_alphabetic)
+        {
+            return false;
+        }
+        let Some(parent) = dom.nodes[ix].parent else {
+            return false;
+        };
+        // A line right under a picture is its caption ("Kate Henshaw" under a photo).
+        let siblings = &dom.nodes[parent].children;
+        let at = siblings.iter().position(|&c| c == ix).unwrap_or(0);
+        let under_picture = siblings[..at]
+            .iter()
+            .rev()
+            .find(|&&c| {
+                !self.gone[c]
+                    && dom.elem(c).is_some()
+                    && (self.stat[c].img > 0 || dom.raw_text(c).chars().any(char::is_alphanumeric))
+            })
+            .is_some_and(|&c| {
+                self.stat[c].img > 0 && !dom.raw_text(c).chars().any(char::is_alphanumeric)
+            });
+        if under_picture {
+            return false;
+        }
+        if self.stat[parent].link_density() >= 0.2 {
+            return false;
+        }
+        let (mut n, mut len) = (0usize, 0usize);
+        for &c in &dom.nodes[parent].children {
+            if line(c) && self.stat[c].link_density() < 0.5 {
+                n += 1;
+                len += self.stat[c].len as usize;
+            }
+        }
+        n >= 4 && len >= 200
+    }
+
     fn is_section_heading(&self, ix: Ix) -> bool {
         let dom = self.dom;
         let st = self.stat[ix];
@@ -2558,6 +2652,64 @@ mod tests {
     }
 
     #[test]
+    fn short_div_lines_among_div_lines_stay() {
+        let lines = |extra: &str| {
+            format!(
+                r#"<body><div class="post">{extra}<div>{}</div><div>Which one is right?</div>
+                <div>a. the red one</div><div>b. the blue one</div><div>{}</div></div>
+                <div class="side"><p>Other.</p></div></body>"#,
+                "A long first line of the post, with enough words and commas, to be its prose.",
+                "Answer: b, because the blue one is the one the text above described, of course."
+            )
+        };
+        let md = html_to_markdown(&lines(""), None).unwrap().markdown;
+        assert!(
+            md.contains("a. the red one") && md.contains("b. the blue one"),
+            "{md}"
+        );
+        // A line right under a picture is its caption; a line without a letter is no text.
+        let md = html_to_markdown(
+            &lines(r#"<div><img src="/a.jpg"></div><div>The photo</div><div>102</div>"#),
+            None,
+        )
+        .unwrap()
+        .markdown;
+        assert!(!md.contains("The photo") && !md.contains("102"), "{md}");
+    }
+
+    #[test]
+    fn modal_boxes_are_the_closed_ones() {
+        use super::is_modal_box;
+        assert!(is_modal_box(
+            Some("firefly modal modal-inner-content"),
+            None
+        ));
+        assert!(is_modal_box(Some("modal fade"), Some("display: none")));
+        assert!(is_modal_box(Some("Modal"), None));
+        // Saved open, or only named after one.
+        assert!(!is_modal_box(Some("modal fade show"), None));
+        assert!(!is_modal_box(Some("modal in"), None));
+        assert!(!is_modal_box(
+            Some("modal"),
+            Some("display: block; padding-right: 0")
+        ));
+        assert!(!is_modal_box(Some("modal-open"), None));
+        assert!(!is_modal_box(Some("modality-notes"), None));
+        assert!(!is_modal_box(None, None));
+        // A body whose class says a box is open is still the page.
+        let html = format!(
+            r#"<body class="modal"><article>{}</article><div class="modal fade"><p>{}</p></div></body>"#,
+            para("the open topic", 4),
+            "Sign in to keep reading, with your email, your password and your zip code, today."
+        );
+        let md = html_to_markdown(&html, None).unwrap().markdown;
+        assert!(
+            md.contains("Paragraph 3 about the open topic") && !md.contains("Sign in"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn lead_classes_name_standfirsts_only() {
         let r = super::regexes();
         for yes in [
@@ -2628,6 +2780,39 @@ mod tests {
                     "auch dann erreichbar ist, wenn der Rechner selbst ausgefallen ist",
                 ],
                 &["Zum Anfang", "Systeminitialisierung"],
+            ),
+            (
+                // `divline`: a text written as one `div` per line; a quiz's short options
+                // went with the short-block test; the caption line under the photo still goes.
+                "en-div-lines",
+                include_str!("../../fixtures/pages/recall/en-div-lines.html"),
+                &[
+                    "a. once a year",
+                    "c. only when a tire looks flat",
+                    "b. every ten years",
+                    "Tires lose air slowly",
+                ],
+                &["Ready to ride", "All rights reserved", "Sleep"],
+            ),
+            (
+                // `modal`: sign-in, e-mail and thank-you boxes (`div.modal`, hidden by the
+                // stylesheet) after the page; the article's wrapper is named `artpagination`
+                // (an unlikely class), so the strict pass held only the boxes, and their
+                // 500+ characters kept the lenient pass from being tried: none of the
+                // article came out.
+                "en-modal-boxes",
+                include_str!("../../fixtures/pages/recall/en-modal-boxes.html"),
+                &[
+                    "The public library on Main Street reopened Monday",
+                    "About 3,000 books were lost.",
+                    "drop off donated books at the front desk",
+                ],
+                &[
+                    "Email this article",
+                    "Reset your password",
+                    "Thank you for subscribing",
+                    "Most Viewed",
+                ],
             ),
             (
                 // `tablewrap`: a data table whose first column links each row, in a
