@@ -404,12 +404,32 @@ fn is_other_block(tag: &str) -> bool {
     )
 }
 
-/// `anchorlink`: an `a` that is a link target, not a link — no `href`, a `name` or `id`, no
-/// `role` (an `<a role="button">` without `href` is a script's link, and counts as one).
-fn is_named_anchor(dom: &Dom, ix: Ix) -> bool {
-    dom.attr(ix, "href").is_none()
-        && dom.attr(ix, "role").is_none()
-        && (dom.attr(ix, "name").is_some() || dom.attr(ix, "id").is_some())
+/// `anchorlink`: the `a` elements that are link targets, not links — no `href`, no `role`, and
+/// a `name` or `id` that another such `a` carries too. That is the mark of XHTML's `<a id="x"/>`
+/// (DocBook's headings): HTML has no self-closing `a`, so the parser leaves it open and
+/// re-opens a copy, same attributes, in every following block, and whole sections sit in `a`
+/// elements. A lone href-less `a` with an id is as often a script's menu link (`<a id="m1"
+/// class="dd">Produkte</a>`, its `onclick` dropped by the lean input) and stays a link, as does
+/// an `<a role="button">`.
+fn link_targets(dom: &Dom) -> Vec<bool> {
+    let key = |ix: Ix| {
+        let (name, id) = (dom.attr(ix, "name"), dom.attr(ix, "id"));
+        (dom.tag(ix) == "a"
+            && dom.attr(ix, "href").is_none()
+            && dom.attr(ix, "role").is_none()
+            && (name.is_some() || id.is_some()))
+        .then_some((name, id))
+    };
+    let mut seen: std::collections::HashMap<(Option<&str>, Option<&str>), u32> =
+        std::collections::HashMap::new();
+    for ix in 0..dom.nodes.len() {
+        if let Some(k) = key(ix) {
+            *seen.entry(k).or_insert(0) += 1;
+        }
+    }
+    (0..dom.nodes.len())
+        .map(|ix| key(ix).is_some_and(|k| seen[&k] > 1))
+        .collect()
 }
 
 /// Elements that hold no readable text at all (code, media, form controls, the head).
@@ -644,6 +664,8 @@ struct Pass<'a> {
     top_score: f64,
     gone: Vec<bool>,
     stat: Vec<Stat>,
+    /// `anchorlink`: the `a` elements that are link targets ([`link_targets`]).
+    link_target: Vec<bool>,
     /// While cleaning a root: its last prose paragraph (`boxes`: a notice after it is not
     /// the article's).
     last_prose: Ix,
@@ -743,6 +765,11 @@ impl<'a> Pass<'a> {
             top_score: 0.0,
             gone,
             stat: vec![Stat::default(); n],
+            link_target: if off("anchorlink") {
+                vec![false; n]
+            } else {
+                link_targets(dom)
+            },
             last_prose: 0,
             first_prose: 0,
         };
@@ -783,7 +810,7 @@ impl<'a> Pass<'a> {
                         // A link target (`<a name>`, `<a id>`, no `href`) is no link; written
                         // as XHTML (`<a id="x"/>`) it stays open and the parser re-opens it in
                         // every block up to the next link, so its text is the section's.
-                        "a" if !off("anchorlink") && is_named_anchor(dom, ix) => {}
+                        "a" if self.link_target[ix] => {}
                         "a" => s.link = s.len,
                         "img" => s.img += 1,
                         "li" => s.li += 1,
@@ -2412,19 +2439,36 @@ mod tests {
 
     #[test]
     fn a_link_target_is_not_a_link() {
-        // `anchorlink`: a named anchor (`<a name>`, DocBook's `<a id="…"/>`) is a link
-        // target; a script's link without `href` (`role=button`) and a real link are links.
-        // The page-level loss is `de-docbook-anchors` in the fixture test below.
+        // `anchorlink`: DocBook's `<a id="…"/>`, left open and re-opened by the parser in the
+        // next block (same attributes), is a link target; a lone href-less `a` with an id or
+        // name (a script's menu link), a `role=button` and a real link are links.
         let dom = super::Dom::parse(
-            r#"<a role="button" id="x">More</a><a name="n">Target</a><a id="s"/>Text<a href="/x">Link</a>"#,
+            concat!(
+                r#"<h2><a id="s"/>Title</h2><p>Section text</p><p>More text</p>"#,
+                r#"<ul><li><a id="m1" class="dd">Produkte</a></li><li><a name="m2">Preise</a></li></ul>"#,
+                r#"<a role="button" id="x">More</a><a href="/x">Link</a>"#
+            ),
             &super::super::parse::Budget::default(),
         )
         .unwrap();
-        let anchors: Vec<bool> = (0..dom.nodes.len())
+        let targets = super::link_targets(&dom);
+        let anchors: Vec<(String, bool)> = (0..dom.nodes.len())
             .filter(|&i| dom.tag(i) == "a")
-            .map(|i| super::is_named_anchor(&dom, i))
+            .map(|i| (dom.raw_text(i), targets[i]))
             .collect();
-        assert_eq!(anchors, vec![false, true, true, false]);
+        let expect = |t: &str, b: bool| (t.to_string(), b);
+        assert_eq!(
+            anchors,
+            vec![
+                expect("Title", true),
+                expect("Section text", true),
+                expect("More text", true),
+                expect("Produkte", false),
+                expect("Preise", false),
+                expect("More", false),
+                expect("Link", false),
+            ]
+        );
     }
 
     #[test]
