@@ -52,6 +52,14 @@ const HEADWRAP_MAX_LINKS: f64 = 0.25;
 /// wrapper's text it must hold, for the wrapper to be judged as the table.
 const TABLEWRAP_LEVELS: usize = 3;
 const TABLEWRAP_SHARE: f64 = 0.8;
+/// `divline`: a post written one `div` per line — at least this many lines, holding this many
+/// characters together, under one parent of at most `DIVLINE_MAX_SIBLINGS` children (a bound
+/// on the work per line); a caption is looked for among the `DIVLINE_CAPTION_LOOKBACK`
+/// elements before a line.
+const DIVLINE_MIN_LINES: usize = 4;
+const DIVLINE_MIN_CHARS: usize = 200;
+const DIVLINE_MAX_SIBLINGS: usize = 1000;
+const DIVLINE_CAPTION_LOOKBACK: usize = 3;
 
 /// Subtree statistics over the nodes still in play.
 #[derive(Debug, Clone, Copy, Default)]
@@ -322,9 +330,15 @@ fn holds_paragraphs(dom: &Dom, ix: Ix, n: usize) -> bool {
         .is_some()
 }
 
-/// A block named like a comment that is an article (an op-ed, `div.kommentar`): three
-/// paragraphs or more and no list of reader comments. The unlikely-candidate rule spares it
-/// (`commentlist`).
+/// Whether `ix` is or holds the article's own element (`main`, `article`, an
+/// `itemprop=articleBody`): a box like that is the story, whatever its class (`modal`).
+/// Read over `ix`'s subtree, only for the few elements a rule asks about.
+fn holds_article(dom: &Dom, ix: Ix) -> bool {
+    (ix..dom.nodes[ix].end.max(ix + 1)).any(|d| {
+        matches!(dom.tag(d), "main" | "article") || dom.attr(d, "itemprop") == Some("articleBody")
+    })
+}
+
 /// A dialog box's container (`modal`): a class token `modal` (Bootstrap's `div.modal`,
 /// Gannett's `firefly modal modal-inner-content` sign-in, register and e-mail boxes). Such
 /// boxes are shown only when a reader asks for them, and they are hidden by the stylesheet,
@@ -355,6 +369,9 @@ fn is_modal_box(class: Option<&str>, style: Option<&str>) -> bool {
         })
 }
 
+/// A block named like a comment that is an article (an op-ed, `div.kommentar`): three
+/// paragraphs or more and no list of reader comments. The unlikely-candidate rule spares it
+/// (`commentlist`).
 fn op_ed(dom: &Dom, ix: Ix, class_id: &str) -> bool {
     !off("commentlist")
         && regexes().comment_section.is_match(class_id)
@@ -519,10 +536,13 @@ fn is_hard_boilerplate(dom: &Dom, ix: Ix) -> bool {
     if hidden && (off("collapsed") || !collapsed_panel(dom, ix)) {
         return true;
     }
-    // A closed dialog box (`modal`) is a `role=dialog` without the role.
+    // A closed dialog box (`modal`) is a `role=dialog` without the role. Only a box: Joomla's
+    // image pop-up link is `a.modal`, inside a sentence. Never a box holding the article (a
+    // story shown in a lightbox, `div.modal > article`).
     if !off("modal")
-        && !matches!(tag, "body" | "html")
+        && matches!(tag, "div" | "section" | "form")
         && is_modal_box(el.attr("class"), el.attr("style"))
+        && !holds_article(dom, ix)
     {
         return true;
     }
@@ -2032,18 +2052,9 @@ impl<'a> Pass<'a> {
         remove
     }
 
-    /// `headwrap`: a block that is a section heading in a wrapper of its own — one heading
-    /// element as its child, beside it a link and at most `HEADWRAP_MAX_EXTRA` characters in
-    /// all (an edit link, a permalink), no picture, list, form or embed, the heading's own
-    /// text not a link (a teaser's headline is) — and that heads something: the next block under the same
-    /// parent still in play, the first with text, holds `HEADWRAP_MIN_NEXT` characters at a
-    /// link density under `HEADWRAP_MAX_LINKS` (a widget's "Popular · More" header over a list
-    /// of links does not). Blocks after `ix` are judged before it (innermost and last first),
-    /// so the block that follows is the one that will be kept. A wrapper with no link is
-    /// left to the rules as they were (a site name's `h1` in `div.col-header-main`, a
-    /// headline's `div.headline`: the dev sets' truths leave those out).
-    /// A `div` holding one line of text, no block and no link, among four or more such
-    /// lines that hold 200+ characters together in a parent of little link text (`divline`).
+    /// A `div` holding one line of text, no block and no link, among `DIVLINE_MIN_LINES` or more
+    /// such lines (each at a link density under 0.5) that hold `DIVLINE_MIN_CHARS` together in
+    /// a parent of little link text (`divline`).
     fn is_div_line(&self, ix: Ix) -> bool {
         let dom = self.dom;
         let line = |c: Ix| {
@@ -2062,12 +2073,22 @@ impl<'a> Pass<'a> {
         let Some(parent) = dom.nodes[ix].parent else {
             return false;
         };
-        // A line right under a picture is its caption ("Kate Henshaw" under a photo).
+        // A post written one div per line has tens of lines; a parent with thousands of
+        // children is no such post, and each line reading all its siblings would cost their
+        // square (a page of 600 000 `<div>ab</div>` fits in the input cap).
         let siblings = &dom.nodes[parent].children;
-        let at = siblings.iter().position(|&c| c == ix).unwrap_or(0);
+        if siblings.len() > DIVLINE_MAX_SIBLINGS {
+            return false;
+        }
+        // A line right under a picture is its caption ("Kate Henshaw" under a photo): the
+        // nearest of the few elements before it with a picture or text.
+        // (Children are in index order: the arena is in document order.)
+        let at = siblings.binary_search(&ix).unwrap_or(0);
         let under_picture = siblings[..at]
             .iter()
             .rev()
+            .filter(|&&c| !self.gone[c] && dom.elem(c).is_some())
+            .take(DIVLINE_CAPTION_LOOKBACK)
             .find(|&&c| {
                 !self.gone[c]
                     && dom.elem(c).is_some()
@@ -2083,15 +2104,28 @@ impl<'a> Pass<'a> {
             return false;
         }
         let (mut n, mut len) = (0usize, 0usize);
-        for &c in &dom.nodes[parent].children {
+        for &c in siblings {
             if line(c) && self.stat[c].link_density() < 0.5 {
                 n += 1;
                 len += self.stat[c].len as usize;
+                if n >= DIVLINE_MIN_LINES && len >= DIVLINE_MIN_CHARS {
+                    return true;
+                }
             }
         }
-        n >= 4 && len >= 200
+        false
     }
 
+    /// `headwrap`: a block that is a section heading in a wrapper of its own — one heading
+    /// element as its child, beside it a link and at most `HEADWRAP_MAX_EXTRA` characters in
+    /// all (an edit link, a permalink), no picture, list, form or embed, the heading's own
+    /// text not a link (a teaser's headline is) — and that heads something: the next block under the same
+    /// parent still in play, the first with text, holds `HEADWRAP_MIN_NEXT` characters at a
+    /// link density under `HEADWRAP_MAX_LINKS` (a widget's "Popular · More" header over a list
+    /// of links does not). Blocks after `ix` are judged before it (innermost and last first),
+    /// so the block that follows is the one that will be kept. A wrapper with no link is
+    /// left to the rules as they were (a site name's `h1` in `div.col-header-main`, a
+    /// headline's `div.headline`: the dev sets' truths leave those out).
     fn is_section_heading(&self, ix: Ix) -> bool {
         let dom = self.dom;
         let st = self.stat[ix];
@@ -2749,6 +2783,24 @@ mod tests {
         let md = html_to_markdown(&html, None).unwrap().markdown;
         assert!(
             md.contains("Paragraph 3 about the open topic") && !md.contains("Sign in"),
+            "{md}"
+        );
+        // Only boxes: Joomla's image pop-up link (`a.modal`) is part of its sentence.
+        let html = format!(
+            r#"<body><article>{}<p>See the <a class="modal" href="/img/plan.jpg">site plan</a> for the details of the new road and the bridge.</p></article></body>"#,
+            para("the plan", 4)
+        );
+        let md = html_to_markdown(&html, None).unwrap().markdown;
+        assert!(md.contains("site plan"), "{md}");
+        // A story shown in a lightbox is the story; the sign-in box beside it still goes.
+        let html = format!(
+            r#"<body><div class="modal story-modal"><article><h1>Story</h1>{}</article></div><div class="modal"><p>{}</p></div></body>"#,
+            para("the lightbox story", 4),
+            "Sign in to keep reading, with your email, your password and your zip code, today."
+        );
+        let md = html_to_markdown(&html, None).unwrap().markdown;
+        assert!(
+            md.contains("Paragraph 3 about the lightbox story") && !md.contains("Sign in"),
             "{md}"
         );
     }
