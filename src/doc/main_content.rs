@@ -52,6 +52,9 @@ const HEADWRAP_MAX_LINKS: f64 = 0.25;
 /// wrapper's text it must hold, for the wrapper to be judged as the table.
 const TABLEWRAP_LEVELS: usize = 3;
 const TABLEWRAP_SHARE: f64 = 0.8;
+/// `anchorlink`: the most nodes between the end of one parser copy of an anchor and the
+/// start of the next (the next block's start tags).
+const ANCHORLINK_MAX_GAP: usize = 16;
 /// `divline`: a post written one `div` per line — at least this many lines, holding this many
 /// characters together, under one parent of at most `DIVLINE_MAX_SIBLINGS` children (a bound
 /// on the work per line); a caption is looked for among the `DIVLINE_CAPTION_LOOKBACK`
@@ -422,7 +425,8 @@ fn is_other_block(tag: &str) -> bool {
 }
 
 /// `anchorlink`: the `a` elements that are link targets, not links — no `href`, no `role`, and
-/// a `name` or `id` that another such `a` carries too. That is the mark of XHTML's `<a id="x"/>`
+/// a `name`/`id` pair that another such `a` right before or after it carries too (at most
+/// `ANCHORLINK_MAX_GAP` nodes and no text between them). That is the mark of XHTML's `<a id="x"/>`
 /// (DocBook's headings): HTML has no self-closing `a`, so the parser leaves it open and
 /// re-opens a copy, same attributes, in every following block, and whole sections sit in `a`
 /// elements. A lone href-less `a` with an id is as often a script's menu link (`<a id="m1"
@@ -437,16 +441,29 @@ fn link_targets(dom: &Dom) -> Vec<bool> {
             && (name.is_some() || id.is_some()))
         .then_some((name, id))
     };
-    let mut seen: std::collections::HashMap<(Option<&str>, Option<&str>), u32> =
+    // The parser's copies follow each other: one ends where the next block starts, with no
+    // text between them (a few start tags at most). Copies of a menu printed twice, or of a
+    // "Weiterlesen" anchor in every teaser, have the page's text between them, and stay links.
+    let next_to = |prev: Ix, ix: Ix| {
+        let from = dom.nodes[prev].end.min(ix);
+        ix - from <= ANCHORLINK_MAX_GAP
+            && (from..ix)
+                .all(|d| !matches!(&dom.nodes[d].kind, Kind::Text(t) if !t.trim().is_empty()))
+    };
+    let mut last: std::collections::HashMap<(Option<&str>, Option<&str>), Ix> =
         std::collections::HashMap::new();
+    let mut target = vec![false; dom.nodes.len()];
     for ix in 0..dom.nodes.len() {
         if let Some(k) = key(ix) {
-            *seen.entry(k).or_insert(0) += 1;
+            if let Some(prev) = last.insert(k, ix) {
+                if next_to(prev, ix) {
+                    target[prev] = true;
+                    target[ix] = true;
+                }
+            }
         }
     }
-    (0..dom.nodes.len())
-        .map(|ix| key(ix).is_some_and(|k| seen[&k] > 1))
-        .collect()
+    target
 }
 
 /// Elements that hold no readable text at all (code, media, form controls, the head).
@@ -2480,7 +2497,8 @@ mod tests {
             concat!(
                 r#"<h2><a id="s"/>Title</h2><p>Section text</p><p>More text</p>"#,
                 r#"<ul><li><a id="m1" class="dd">Produkte</a></li><li><a name="m2">Preise</a></li></ul>"#,
-                r#"<a role="button" id="x">More</a><a href="/x">Link</a>"#
+                r#"<a role="button" id="x">More</a><a href="/x">Link</a>"#,
+                r#"<p>First teaser <a id="more">Weiterlesen</a></p><p>Second teaser <a id="more">Weiterlesen</a></p>"#
             ),
             &super::super::parse::Budget::default(),
         )
@@ -2501,6 +2519,9 @@ mod tests {
                 expect("Preise", false),
                 expect("More", false),
                 expect("Link", false),
+                // The same anchor in every teaser, with the teasers' text between: links.
+                expect("Weiterlesen", false),
+                expect("Weiterlesen", false),
             ]
         );
     }
