@@ -424,6 +424,16 @@ fn is_other_block(tag: &str) -> bool {
     )
 }
 
+/// `ix`'s parent, its children and `ix`'s place among them. The arena is in document order,
+/// so the children are sorted by index and the place is a binary search.
+fn place(dom: &Dom, ix: Ix) -> Option<(Ix, &[Ix], usize)> {
+    let parent = dom.nodes[ix].parent?;
+    let kids = &dom.nodes[parent].children;
+    kids.binary_search(&ix)
+        .ok()
+        .map(|at| (parent, kids.as_slice(), at))
+}
+
 /// `anchorlink`: the `a` elements that are link targets, not links — no `href`, no `role`, and
 /// a `name`/`id` pair that another such `a` right before or after it carries too (at most
 /// `ANCHORLINK_MAX_GAP` nodes and no text between them). That is the mark of XHTML's `<a id="x"/>`
@@ -1639,11 +1649,7 @@ impl<'a> Pass<'a> {
     /// for the prose after an end marker, which counts only `p`s).
     fn prose_follows(&self, ix: Ix) -> bool {
         let dom = self.dom;
-        let Some(p) = dom.nodes[ix].parent else {
-            return false;
-        };
-        let kids = &dom.nodes[p].children;
-        let Some(at) = kids.iter().position(|&k| k == ix) else {
+        let Some((_, kids, at)) = place(dom, ix) else {
             return false;
         };
         kids[at + 1..]
@@ -1932,13 +1938,8 @@ impl<'a> Pass<'a> {
 
     /// Removes `ix` and its following siblings.
     fn remove_from(&mut self, ix: Ix) {
-        let dom = self.dom;
-        let Some(p) = dom.nodes[ix].parent else {
-            return;
-        };
-        let kids = &dom.nodes[p].children;
-        if let Some(i) = kids.iter().position(|&k| k == ix) {
-            for &k in &kids[i..] {
+        if let Some((_, kids, at)) = place(self.dom, ix) {
+            for &k in &kids[at..] {
                 self.remove(k);
             }
         }
@@ -2087,20 +2088,17 @@ impl<'a> Pass<'a> {
         {
             return false;
         }
-        let Some(parent) = dom.nodes[ix].parent else {
-            return false;
-        };
         // A post written one div per line has tens of lines; a parent with thousands of
         // children is no such post, and each line reading all its siblings would cost their
         // square (a page of 600 000 `<div>ab</div>` fits in the input cap).
-        let siblings = &dom.nodes[parent].children;
+        let Some((parent, siblings, at)) = place(dom, ix) else {
+            return false;
+        };
         if siblings.len() > DIVLINE_MAX_SIBLINGS {
             return false;
         }
         // A line right under a picture is its caption ("Kate Henshaw" under a photo): the
         // nearest of the few elements before it with a picture or text.
-        // (Children are in index order: the arena is in document order.)
-        let at = siblings.binary_search(&ix).unwrap_or(0);
         let under_picture = siblings[..at]
             .iter()
             .rev()
@@ -2166,11 +2164,7 @@ impl<'a> Pass<'a> {
         if heads != 1 {
             return false;
         }
-        let Some(p) = dom.nodes[ix].parent else {
-            return false;
-        };
-        let siblings = &dom.nodes[p].children;
-        let Some(at) = siblings.iter().position(|&k| k == ix) else {
+        let Some((_, siblings, at)) = place(dom, ix) else {
             return false;
         };
         siblings[at + 1..]
